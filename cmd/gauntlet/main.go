@@ -1,13 +1,58 @@
+// Command gauntlet is the end-to-end testing harness for Kubernetes operators.
 package main
 
 import (
-	_ "github.com/spf13/cobra"
-	_ "github.com/valkey-io/valkey-go"
-	_ "github.com/virtual-kubelet/virtual-kubelet/node"
-	_ "github.com/vishvananda/netlink"
-	_ "k8s.io/client-go/kubernetes"
-	_ "sigs.k8s.io/controller-runtime"
-	_ "sigs.k8s.io/sig-storage-lib-external-provisioner/v13/controller"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gauntlet-dev/gauntlet/cluster/local"
 )
 
-func main() {}
+func main() {
+	// A re-executed copy of this binary may be a container shim: it never returns then.
+	if local.Init() {
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newRoot().ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "gauntlet:", err)
+		os.Exit(1)
+	}
+}
+
+type globals struct {
+	verbose bool
+	quiet   bool
+}
+
+func (g *globals) logger() *slog.Logger {
+	level := slog.LevelInfo
+	if g.verbose {
+		level = slog.LevelDebug
+	}
+	if g.quiet {
+		level = slog.LevelWarn
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
+func newRoot() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:           "gauntlet",
+		Short:         "End-to-end testing harness for Kubernetes operators",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "debug logging")
+	root.PersistentFlags().BoolVarP(&g.quiet, "quiet", "q", false, "warnings and errors only (for CI)")
+	root.AddCommand(newVersionCmd(), newClusterCmd(g), newDemoCmd(g))
+	return root
+}

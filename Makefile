@@ -1,0 +1,59 @@
+# Gauntlet. The two commands a fresh machine needs: `make demo` and `make test`.
+# Everything they need (Debian packages, the pinned control plane) is installed or
+# built on first use and cached.
+
+SHELL := /bin/bash
+GO ?= go
+CACHE_DIR ?= $(or $(GAUNTLET_CACHE_DIR),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/gauntlet)
+K8S_VERSION := $(shell awk '$$1=="k8s.io/kubernetes"{print $$2}' build/controlplane/go.mod)
+CONTROLPLANE_DIR := $(CACHE_DIR)/controlplane/$(K8S_VERSION)
+BIN := bin
+TEST_TIMEOUT ?= 60m
+
+export GAUNTLET_CACHE_DIR := $(CACHE_DIR)
+
+.PHONY: all deps controlplane build demo test test-unit bench vet fmt clean
+
+all: build
+
+## deps: Debian packages (valkey-server or redis-server, nftables, iproute2, util-linux)
+deps:
+	@bash hack/setup.sh
+
+## controlplane: build etcd and the Kubernetes control plane from pinned modules (cached)
+controlplane:
+	@if [[ -n "$$GAUNTLET_CONTROLPLANE_BIN" ]]; then echo "control plane: using prebuilt binaries in $$GAUNTLET_CONTROLPLANE_BIN" >&2; \
+	else bash build/controlplane/build.sh "$(CONTROLPLANE_DIR)"; fi
+
+## build: the gauntlet CLI
+build:
+	@echo "build: bin/gauntlet" >&2
+	@$(GO) build -o $(BIN)/gauntlet ./cmd/gauntlet
+
+## demo: bring up an embedded cluster, run a StatefulSet of Valkey pods, show them serving, tear down
+demo: deps controlplane build
+	@$(BIN)/gauntlet demo
+
+## test: every test, end-to-end ones included (needs root)
+test: deps controlplane
+	@echo "test: go vet" >&2
+	@$(GO) vet ./...
+	@echo "test: go test ./... (end-to-end tests start real clusters; this takes a few minutes)" >&2
+	@$(GO) test -timeout $(TEST_TIMEOUT) -count=1 ./...
+
+## test-unit: fast tests only (no clusters)
+test-unit:
+	@$(GO) test -short -count=1 ./...
+
+## bench: benchmarks that print the figures quoted in the README
+bench: deps controlplane build
+	@$(GO) test -run '^$$' -bench . -benchtime 5x -count 1 ./cluster/local/...
+
+vet:
+	@$(GO) vet ./...
+
+fmt:
+	@gofmt -l -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf $(BIN)

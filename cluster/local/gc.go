@@ -1,0 +1,169 @@
+package local
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/pidfile"
+	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/podnet"
+)
+
+// GC removes every cluster under root whose owning process is gone (killed, even
+// with SIGKILL): it kills the cluster's recorded processes, removes its network
+// namespaces, veths, bridge and mounts, and deletes its folder. It returns the
+// names of the clusters it removed. Clusters whose owner runs are left alone.
+func GC(ctx context.Context, root string) ([]string, error) {
+	root = StateRoot(root)
+	if os.Geteuid() != 0 {
+		return nil, ErrNotRoot
+	}
+	infos, err := List(root)
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	var errs []error
+	for _, info := range infos {
+		if info.Running {
+			continue
+		}
+		if err := purge(ctx, info); err != nil {
+			errs = append(errs, fmt.Errorf("gc %s: %w", info.Name, err))
+			continue
+		}
+		removed = append(removed, info.Name)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// Down deletes the cluster called name from another process: it asks the owner to
+// stop (SIGTERM), waits up to timeout, then removes whatever is left like GC.
+func Down(ctx context.Context, root, name string, timeout time.Duration) error {
+	root = StateRoot(root)
+	if os.Geteuid() != 0 {
+		return ErrNotRoot
+	}
+	dir := filepath.Join(clustersDir(root), name)
+	if _, err := os.Stat(dir); err != nil {
+		return fmt.Errorf("%w: %s (see `gauntlet cluster list`)", ErrNotFound, name)
+	}
+	info, err := readInfo(dir)
+	if err != nil {
+		info = Info{Name: name, Dir: dir}
+	}
+	if pid, alive, _ := pidfile.Alive(ownerRecord(dir)); alive && pid != os.Getpid() {
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+		deadline := time.Now().Add(timeout)
+		for time.Now().Before(deadline) {
+			if _, alive, _ := pidfile.Alive(ownerRecord(dir)); !alive {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		if _, alive, _ := pidfile.Alive(ownerRecord(dir)); alive {
+			_ = pidfile.Kill(ownerRecord(dir), 5*time.Second)
+		}
+	}
+	if _, err := os.Stat(dir); err != nil {
+		return nil // the owner cleaned up
+	}
+	return purge(ctx, info)
+}
+
+// purge removes everything a cluster may have left: processes, network, mounts, folder.
+func purge(ctx context.Context, info Info) error {
+	var errs []error
+	if _, err := pidfile.KillAll(info.Dir, 10*time.Second); err != nil {
+		errs = append(errs, err)
+	}
+	if info.PodCIDR.IsValid() {
+		cfg := podnet.Config{Name: info.Name, StateDir: info.Dir, CIDR: info.PodCIDR, ServiceCIDR: info.ServiceCIDR}
+		if err := podnet.Cleanup(ctx, cfg); err != nil {
+			errs = append(errs, fmt.Errorf("pod network: %w", err))
+		}
+	}
+	if err := unmountUnder(info.Dir); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) == 0 {
+		if err := os.RemoveAll(info.Dir); err != nil {
+			errs = append(errs, fmt.Errorf("remove %s: %w", info.Dir, err))
+		} else {
+			removeLog(info)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// unmountUnder detaches every mount point at or below dir, deepest first.
+func unmountUnder(dir string) error {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return fmt.Errorf("read mountinfo: %w", err)
+	}
+	defer f.Close()
+	var points []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		mp := unescapeMount(fields[4])
+		if mp == dir || strings.HasPrefix(mp, dir+"/") {
+			points = append(points, mp)
+		}
+	}
+	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
+	var errs []error
+	for _, p := range points {
+		if err := syscall.Unmount(p, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOENT) {
+			errs = append(errs, fmt.Errorf("unmount %s: %w", p, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// unescapeMount decodes mountinfo's octal escapes (\040 for space, …).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			var v int
+			if _, err := fmt.Sscanf(s[i+1:i+4], "%03o", &v); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func copyFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return fmt.Errorf("local: %w", err)
+	}
+	if err := os.WriteFile(dst, b, 0o600); err != nil {
+		return fmt.Errorf("local: %w", err)
+	}
+	return nil
+}

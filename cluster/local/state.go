@@ -1,0 +1,129 @@
+package local
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"syscall"
+	"time"
+
+	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/pidfile"
+)
+
+// EnvStateDir overrides the state root (default /var/lib/gauntlet).
+const EnvStateDir = "GAUNTLET_STATE_DIR"
+
+// DefaultStateRoot is where clusters keep their state unless told otherwise.
+const DefaultStateRoot = "/var/lib/gauntlet"
+
+// Info is what a cluster records about itself in its state folder (cluster.json).
+type Info struct {
+	Name        string       `json:"name"`
+	Dir         string       `json:"dir"`
+	PodCIDR     netip.Prefix `json:"podCIDR"`
+	ServiceCIDR netip.Prefix `json:"serviceCIDR"`
+	Bridge      string       `json:"bridge,omitempty"`
+	Server      string       `json:"server,omitempty"`
+	Kubeconfig  string       `json:"kubeconfig,omitempty"`
+	Nodes       []string     `json:"nodes,omitempty"`
+	Phase       string       `json:"phase"`
+	Created     time.Time    `json:"created"`
+	// Running is true while the process that owns the cluster is alive (not stored).
+	Running bool `json:"-"`
+}
+
+// Phases recorded in Info.Phase.
+const (
+	PhaseCreating = "Creating"
+	PhaseRunning  = "Running"
+	PhaseDeleting = "Deleting"
+)
+
+// StateRoot resolves the state root: the argument, else $GAUNTLET_STATE_DIR, else DefaultStateRoot.
+func StateRoot(root string) string {
+	if root != "" {
+		return root
+	}
+	if r := os.Getenv(EnvStateDir); r != "" {
+		return r
+	}
+	return DefaultStateRoot
+}
+
+func clustersDir(root string) string { return filepath.Join(root, "clusters") }
+
+func ownerRecord(dir string) string { return filepath.Join(dir, "owner.record") }
+
+func writeInfo(info Info) error {
+	b, err := json.MarshalIndent(info, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(info.Dir, "cluster.json.tmp")
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return fmt.Errorf("local: write cluster record: %w", err)
+	}
+	return os.Rename(tmp, filepath.Join(info.Dir, "cluster.json"))
+}
+
+func readInfo(dir string) (Info, error) {
+	var info Info
+	b, err := os.ReadFile(filepath.Join(dir, "cluster.json"))
+	if err != nil {
+		return info, err
+	}
+	if err := json.Unmarshal(b, &info); err != nil {
+		return info, fmt.Errorf("local: %s: corrupt cluster record: %w", dir, err)
+	}
+	_, info.Running, _ = pidfile.Alive(ownerRecord(dir))
+	return info, nil
+}
+
+// List returns the clusters recorded under root (see StateRoot), sorted by name.
+func List(root string) ([]Info, error) {
+	root = StateRoot(root)
+	entries, err := os.ReadDir(clustersDir(root))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("local: list clusters: %w", err)
+	}
+	var out []Info
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		dir := filepath.Join(clustersDir(root), e.Name())
+		info, err := readInfo(dir)
+		if err != nil {
+			// A folder without a record: a creation that died very early.
+			info = Info{Name: e.Name(), Dir: dir, Phase: "Unknown"}
+			_, info.Running, _ = pidfile.Alive(ownerRecord(dir))
+		}
+		out = append(out, info)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// lockRoot takes an exclusive lock on the state root for allocation decisions.
+func lockRoot(root string) (func(), error) {
+	if err := os.MkdirAll(clustersDir(root), 0o755); err != nil {
+		return nil, fmt.Errorf("local: create state root %s: %w", root, err)
+	}
+	f, err := os.OpenFile(filepath.Join(root, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("local: lock state root: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("local: lock state root: %w", err)
+	}
+	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+}
