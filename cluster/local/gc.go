@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/container"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/pidfile"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/podnet"
 )
@@ -85,6 +86,10 @@ func Down(ctx context.Context, root, name string, timeout time.Duration) error {
 // purge removes everything a cluster may have left: processes, network, mounts, folder.
 func purge(ctx context.Context, info Info) error {
 	var errs []error
+	// Containers first: KillRecorded also reaches processes that left their group.
+	if _, err := container.KillRecorded(info.Dir, 10*time.Second); err != nil {
+		errs = append(errs, err)
+	}
 	if _, err := pidfile.KillAll(info.Dir, 10*time.Second); err != nil {
 		errs = append(errs, err)
 	}
