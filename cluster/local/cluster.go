@@ -180,6 +180,9 @@ func Create(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := storage.EnsureClass(ctx, c.client); err != nil {
 		return c, err
 	}
+	if err := ensureDefaultServiceAccount(ctx, c.client); err != nil {
+		return c, err
+	}
 	c.bg.Add(2)
 	go func() {
 		defer c.bg.Done()
@@ -353,6 +356,16 @@ func ensureNodeRBAC(ctx context.Context, client kubernetes.Interface) error {
 	}
 	if _, err := client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("local: create node-agent ClusterRoleBinding: %w", err)
+	}
+	return nil
+}
+
+// ensureDefaultServiceAccount creates default/default now rather than waiting for
+// the controller-manager, so pods can be created as soon as Create returns.
+func ensureDefaultServiceAccount(ctx context.Context, client kubernetes.Interface) error {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: metav1.NamespaceDefault}}
+	if _, err := client.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("local: create the default ServiceAccount: %w", err)
 	}
 	return nil
 }

@@ -27,7 +27,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/controlplane"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/pidfile"
-	"github.com/gauntlet-dev/gauntlet/internal/demo"
+	"github.com/gauntlet-dev/gauntlet/internal/valkeykit"
 )
 
 // Environment variables that turn the test binary into a helper process.
@@ -61,7 +61,21 @@ func TestMain(m *testing.M) {
 		}
 	}
 	if shared.root != "" {
-		os.RemoveAll(shared.root)
+		// Collect whatever a failed test left (its owner is this process, about to exit:
+		// GC only takes clusters whose owner is gone, so delete leftovers explicitly).
+		if infos, _ := List(shared.root); len(infos) > 0 {
+			for _, i := range infos {
+				if err := purge(context.Background(), i); err != nil {
+					fmt.Fprintln(os.Stderr, "purge leftover cluster:", i.Name, err)
+					code = 1
+				}
+			}
+		}
+		if infos, _ := List(shared.root); len(infos) == 0 {
+			os.RemoveAll(shared.root)
+		} else {
+			fmt.Fprintln(os.Stderr, "clusters left under", shared.root, "- run: gauntlet cluster gc --state-dir", shared.root)
+		}
 	}
 	os.Exit(code)
 }
@@ -151,11 +165,22 @@ func testLogger() *slog.Logger {
 
 func namespace(t *testing.T, c *Cluster, name string) string {
 	t.Helper()
-	_, err := c.Client().CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	ctx := context.Background()
+	_, err := c.Client().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return name
+	// Pods are admitted only once the controller-manager has made the default ServiceAccount.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := c.Client().CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{}); err == nil {
+			return name
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("namespace %s: default ServiceAccount never appeared", name)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func waitPod(t *testing.T, c *Cluster, ns, name string, timeout time.Duration, cond func(*corev1.Pod) bool) *corev1.Pod {
@@ -193,15 +218,15 @@ func TestE2EStatefulSetPersistence(t *testing.T) {
 	c := cluster(t)
 	ctx := context.Background()
 	ns := namespace(t, c, "persist")
-	if err := demo.CreateValkey(ctx, c.Client(), ns, "valkey", 3); err != nil {
+	if err := valkeykit.CreateValkey(ctx, c.Client(), ns, "valkey", 3); err != nil {
 		t.Fatal(err)
 	}
-	pods, err := demo.WaitReady(ctx, c.Client(), ns, "valkey", 3, 2*time.Minute)
+	pods, err := valkeykit.WaitReady(ctx, c.Client(), ns, "valkey", 3, 2*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ip0 := pods[0].Status.PodIP
-	if err := demo.Do(ctx, ip0, "SET", "durable", "yes"); err != nil {
+	if err := valkeykit.Do(ctx, ip0, "SET", "durable", "yes"); err != nil {
 		t.Fatal(err)
 	}
 	pvc, err := c.Client().CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data-valkey-0", metav1.GetOptions{})
@@ -213,7 +238,7 @@ func TestE2EStatefulSetPersistence(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := waitPod(t, c, ns, "valkey-0", 2*time.Minute, func(p *corev1.Pod) bool { return p.UID != oldUID && ready(p) })
-	got, err := demo.Get(ctx, p.Status.PodIP, "GET", "durable")
+	got, err := valkeykit.Get(ctx, p.Status.PodIP, "GET", "durable")
 	if err != nil || got != "yes" {
 		t.Fatalf("after re-creating valkey-0: GET durable = %q, %v; want \"yes\"", got, err)
 	}
@@ -228,27 +253,27 @@ func TestE2EReplicationAcrossPods(t *testing.T) {
 	c := cluster(t)
 	ctx := context.Background()
 	ns := namespace(t, c, "repl")
-	if err := demo.CreateValkey(ctx, c.Client(), ns, "valkey", 2); err != nil {
+	if err := valkeykit.CreateValkey(ctx, c.Client(), ns, "valkey", 2); err != nil {
 		t.Fatal(err)
 	}
-	pods, err := demo.WaitReady(ctx, c.Client(), ns, "valkey", 2, 2*time.Minute)
+	pods, err := valkeykit.WaitReady(ctx, c.Client(), ns, "valkey", 2, 2*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if pods[0].Status.PodIP == pods[1].Status.PodIP {
 		t.Fatalf("two pods share IP %s", pods[0].Status.PodIP)
 	}
-	if err := demo.Do(ctx, pods[1].Status.PodIP, "REPLICAOF", pods[0].Status.PodIP, "6379"); err != nil {
+	if err := valkeykit.Do(ctx, pods[1].Status.PodIP, "REPLICAOF", pods[0].Status.PodIP, "6379"); err != nil {
 		t.Fatal(err)
 	}
-	if err := demo.Do(ctx, pods[0].Status.PodIP, "SET", "replicated", "across-pods"); err != nil {
+	if err := valkeykit.Do(ctx, pods[0].Status.PodIP, "SET", "replicated", "across-pods"); err != nil {
 		t.Fatal(err)
 	}
-	got, err := demo.WaitValue(ctx, pods[1].Status.PodIP, "replicated", 30*time.Second)
+	got, err := valkeykit.WaitValue(ctx, pods[1].Status.PodIP, "replicated", 30*time.Second)
 	if err != nil || got != "across-pods" {
 		t.Fatalf("replica GET = %q, %v", got, err)
 	}
-	role, err := demo.Get(ctx, pods[1].Status.PodIP, "ROLE")
+	role, err := valkeykit.Get(ctx, pods[1].Status.PodIP, "ROLE")
 	if err != nil || (role != "slave" && role != "replica") {
 		t.Fatalf("ROLE on pod-1 = %q, %v; want slave/replica", role, err)
 	}
@@ -373,17 +398,6 @@ func TestE2EInClusterConfig(t *testing.T) {
 	if _, err := c.Client().RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// The default ServiceAccount appears asynchronously (controller-manager).
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, err := c.Client().CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{}); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("default ServiceAccount never appeared")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "lister", Namespace: ns},
 		Spec: corev1.PodSpec{
@@ -407,9 +421,10 @@ func TestE2ELivenessRestart(t *testing.T) {
 	ns := namespace(t, c, "probes")
 	createPod(t, c, shellPod(ns, "sickly", "touch /tmp/healthy; sleep 2; rm /tmp/healthy; exec sleep 3600", func(p *corev1.Pod) {
 		p.Spec.Containers[0].LivenessProbe = &corev1.Probe{
-			ProbeHandler:     corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"cat", "/tmp/healthy"}}},
-			PeriodSeconds:    1,
-			FailureThreshold: 1,
+			ProbeHandler:        corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"cat", "/tmp/healthy"}}},
+			InitialDelaySeconds: 1,
+			PeriodSeconds:       1,
+			FailureThreshold:    1,
 		}
 	}))
 	p := waitPod(t, c, ns, "sickly", 90*time.Second, func(p *corev1.Pod) bool {
@@ -422,9 +437,10 @@ func TestE2ELivenessRestart(t *testing.T) {
 	// A healthy pod next to it is not restarted.
 	createPod(t, c, shellPod(ns, "healthy", "touch /tmp/healthy; exec sleep 3600", func(p *corev1.Pod) {
 		p.Spec.Containers[0].LivenessProbe = &corev1.Probe{
-			ProbeHandler:     corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"cat", "/tmp/healthy"}}},
-			PeriodSeconds:    1,
-			FailureThreshold: 1,
+			ProbeHandler:        corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"cat", "/tmp/healthy"}}},
+			InitialDelaySeconds: 1,
+			PeriodSeconds:       1,
+			FailureThreshold:    1,
 		}
 	}))
 	waitPod(t, c, ns, "healthy", time.Minute, ready)
@@ -448,10 +464,10 @@ func TestE2EFaults(t *testing.T) {
 	c := cluster(t)
 	ctx := context.Background()
 	ns := namespace(t, c, "faults")
-	if err := demo.CreateValkey(ctx, c.Client(), ns, "valkey", 2); err != nil {
+	if err := valkeykit.CreateValkey(ctx, c.Client(), ns, "valkey", 2); err != nil {
 		t.Fatal(err)
 	}
-	pods, err := demo.WaitReady(ctx, c.Client(), ns, "valkey", 2, 2*time.Minute)
+	pods, err := valkeykit.WaitReady(ctx, c.Client(), ns, "valkey", 2, 2*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -478,7 +494,7 @@ func TestE2EFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	pctx, cancel := context.WithTimeout(ctx, time.Second)
-	err = demo.Do(pctx, pods[1].Status.PodIP, "PING")
+	err = valkeykit.Do(pctx, pods[1].Status.PodIP, "PING")
 	cancel()
 	if err == nil {
 		t.Fatal("paused server answered PING")
@@ -486,7 +502,7 @@ func TestE2EFaults(t *testing.T) {
 	if err := c.ResumeContainer(ctx, b, "valkey"); err != nil {
 		t.Fatal(err)
 	}
-	if err := demo.Do(ctx, pods[1].Status.PodIP, "PING"); err != nil {
+	if err := valkeykit.Do(ctx, pods[1].Status.PodIP, "PING"); err != nil {
 		t.Fatalf("PING after resume: %v", err)
 	}
 
@@ -498,7 +514,7 @@ func TestE2EFaults(t *testing.T) {
 	p := waitPod(t, c, ns, "valkey-1", time.Minute, func(p *corev1.Pod) bool {
 		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount > before && ready(p)
 	})
-	if err := demo.Do(ctx, p.Status.PodIP, "PING"); err != nil {
+	if err := valkeykit.Do(ctx, p.Status.PodIP, "PING"); err != nil {
 		t.Fatalf("PING after crash restart: %v", err)
 	}
 	if err := c.Delay(ctx, []PodRef{a}); !errors.Is(err, ErrUnsupported) {
@@ -513,7 +529,7 @@ func leftovers(t *testing.T, info Info, records string) []string {
 	var out []string
 	entries, _ := os.ReadDir(records)
 	for _, e := range entries {
-		if pid, alive, _ := pidfile.Alive(filepath.Join(records, e.Name())); alive {
+		if pid, alive, _ := pidfile.Alive(filepath.Join(records, e.Name())); alive && pid != os.Getpid() {
 			out = append(out, fmt.Sprintf("process %d (%s)", pid, e.Name()))
 		}
 	}
@@ -561,6 +577,7 @@ func TestE2ETwoClustersAndGC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = b.Delete(context.Background()) })
 	ia, ib := a.Info(), b.Info()
 	if ia.PodCIDR == ib.PodCIDR || ia.Bridge == ib.Bridge || ia.Server == ib.Server {
 		t.Fatalf("clusters share resources: %+v vs %+v", ia, ib)
@@ -590,6 +607,10 @@ func TestE2ETwoClustersAndGC(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_, _ = GC(context.Background(), shared.root)
+	})
 	buf := make([]byte, 4096)
 	n, _ := io.ReadAtLeast(stdout, buf, 5)
 	if !strings.HasPrefix(string(buf[:n]), "READY") {
@@ -639,4 +660,3 @@ func TestE2ETwoClustersAndGC(t *testing.T) {
 		t.Fatalf("shared cluster broken by GC: %v", err)
 	}
 }
-
