@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -659,4 +660,105 @@ func TestE2ETwoClustersAndGC(t *testing.T) {
 	if _, err := a.Client().CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); err != nil {
 		t.Fatalf("shared cluster broken by GC: %v", err)
 	}
+}
+
+// Bad input gets one clear error naming the cause and the fix.
+func TestE2EBadInput(t *testing.T) {
+	c := cluster(t)
+	ctx := context.Background()
+
+	t.Run("port in use", func(t *testing.T) {
+		l, err := net.Listen("tcp", "0.0.0.0:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		port := l.Addr().(*net.TCPAddr).Port
+		_, err = Create(ctx, Options{Name: "e2e-port", StateRoot: shared.root, APIServerPort: port})
+		if err == nil || !strings.Contains(err.Error(), "in use") || !strings.Contains(err.Error(), strconv.Itoa(port)) {
+			t.Fatalf("err = %v, want a port-in-use error naming %d", err, port)
+		}
+		if _, statErr := os.Stat(filepath.Join(clustersDir(shared.root), "e2e-port")); statErr == nil {
+			t.Fatal("a failed Create left its folder behind")
+		}
+	})
+	t.Run("malformed mapping file", func(t *testing.T) {
+		bad := filepath.Join(t.TempDir(), "bad.yaml")
+		if err := os.WriteFile(bad, []byte("rules:\n- images: [\"x:*\"]\n  entrypiont: [/bin/true]\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Create(ctx, Options{Name: "e2e-map", StateRoot: shared.root, MappingFile: bad})
+		if err == nil || !strings.Contains(err.Error(), "entrypiont") || !strings.Contains(err.Error(), bad) {
+			t.Fatalf("err = %v, want an error naming the unknown field and the file", err)
+		}
+	})
+	t.Run("bad name", func(t *testing.T) {
+		_, err := Create(ctx, Options{Name: "Not_A_Name", StateRoot: shared.root})
+		if !errors.Is(err, ErrBadName) {
+			t.Fatalf("err = %v, want ErrBadName", err)
+		}
+	})
+	t.Run("same name twice", func(t *testing.T) {
+		_, err := Create(ctx, Options{Name: c.Name(), StateRoot: shared.root})
+		if !errors.Is(err, ErrExists) {
+			t.Fatalf("err = %v, want ErrExists", err)
+		}
+	})
+	t.Run("not root", func(t *testing.T) {
+		// The test binary sits in Go's private build folder: copy it where nobody can run it.
+		self, _ := os.Executable()
+		b, err := os.ReadFile(self)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir, err := os.MkdirTemp("", "gauntlet-notroot-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		exe := filepath.Join(dir, "e2e.test")
+		if err := os.WriteFile(exe, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(exe, "-test.run=^TestNotRootHelper$")
+		cmd.Env = append(os.Environ(), "GAUNTLET_E2E_NOTROOT=1")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		out, _ := cmd.CombinedOutput()
+		if !strings.Contains(string(out), ErrNotRoot.Error()) {
+			t.Fatalf("as uid 65534: %s; want %q", out, ErrNotRoot)
+		}
+	})
+	t.Run("image the mapping cannot satisfy", func(t *testing.T) {
+		ns := namespace(t, c, "badimage")
+		// The in-cluster test rule exists; an image mapped to a missing program must say so.
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "missing", Namespace: ns},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{
+				Name: "app", Image: "busybox:1.36", Command: []string{"/opt/definitely-not-installed/server"},
+			}}},
+		}
+		createPod(t, c, pod)
+		p := waitPod(t, c, ns, "missing", time.Minute, func(p *corev1.Pod) bool {
+			cs := p.Status.ContainerStatuses
+			return len(cs) == 1 && ((cs[0].State.Waiting != nil && cs[0].State.Waiting.Message != "") ||
+				(cs[0].State.Terminated != nil && cs[0].State.Terminated.Message != "") ||
+				(cs[0].LastTerminationState.Terminated != nil && cs[0].LastTerminationState.Terminated.Message != ""))
+		})
+		msg := fmt.Sprint(p.Status.ContainerStatuses[0])
+		if !strings.Contains(msg, "/opt/definitely-not-installed/server") {
+			t.Fatalf("status does not name the missing program: %s", msg)
+		}
+	})
+}
+
+// TestNotRootHelper runs in a child process as an unprivileged user.
+func TestNotRootHelper(t *testing.T) {
+	if os.Getenv("GAUNTLET_E2E_NOTROOT") == "" {
+		t.Skip("helper for TestE2EBadInput")
+	}
+	_, err := Create(context.Background(), Options{Name: "e2e-nr", StateRoot: "/nonexistent-gauntlet-root"})
+	fmt.Println(err)
 }
