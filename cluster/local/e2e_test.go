@@ -54,6 +54,7 @@ func TestMain(m *testing.M) {
 	if name := os.Getenv(envOwner); name != "" {
 		os.Exit(ownerMain(name, os.Getenv(envRoot)))
 	}
+	RouteKlog(testLogger().Handler())
 	code := m.Run()
 	if shared.c != nil {
 		if err := shared.c.Delete(context.Background()); err != nil {

@@ -19,12 +19,24 @@ func main() {
 	if local.Init() {
 		return
 	}
+	// Library logs (klog) go through the same handler, at warning level unless -v.
+	local.RouteKlog(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: klogLevel(os.Args)}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := newRoot().ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "gauntlet:", err)
 		os.Exit(1)
 	}
+}
+
+// klogLevel shows library logs only with -v/--verbose.
+func klogLevel(args []string) slog.Level {
+	for _, a := range args {
+		if a == "-v" || a == "--verbose" {
+			return slog.LevelDebug
+		}
+	}
+	return slog.LevelWarn
 }
 
 type globals struct {
