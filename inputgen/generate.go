@@ -1,0 +1,673 @@
+package inputgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/gauntlet-dev/gauntlet/inputgen/crd"
+	"github.com/gauntlet-dev/gauntlet/inputgen/internal/jsonv"
+	"github.com/gauntlet-dev/gauntlet/inputgen/internal/regexgen"
+	"github.com/gauntlet-dev/gauntlet/inputgen/internal/semantic"
+)
+
+// ErrSeedInvalid is returned when the seed CR does not pass the CRD's validation: every test case
+// starts from it, so it must be a state the API server accepts.
+var ErrSeedInvalid = errors.New("seed CR violates the CRD schema: fix the seed so the API server would accept it")
+
+// Options configure plan generation. The zero value works: seed 0, no examples, no dependencies.
+type Options struct {
+	// Seed fixes every random choice; the same inputs and seed give the same plan.
+	Seed int64
+	// Examples are example CRs whose values are mined into the value pool.
+	Examples []map[string]any
+	// Pool holds extra candidate values (target-declared or from an LLM); nil means empty. Example
+	// values are added to it.
+	Pool *Pool
+	// Dependencies are target-declared predicates for sub-trees.
+	Dependencies []Dependency
+	// DisableToggleInference turns off inferring enabled-style toggles as predicates.
+	DisableToggleInference bool
+	// PodLabels select the operand's pods in affinity scenarios; the default is
+	// app.kubernetes.io/instance=<seed name>.
+	PodLabels map[string]string
+	// MaxAttempts is how many draws a generator gets before its test case is dropped (default 6).
+	MaxAttempts int
+	// MaxEnumCases bounds the per-value test cases of one enum (default 8).
+	MaxEnumCases int
+	// Workers is the number of properties generated in parallel (default GOMAXPROCS).
+	Workers int
+	// ServerValidator, when set, also checks every kept test case (e.g. a DryRunValidator against a
+	// real cluster); a rejection drops the test case.
+	ServerValidator Validator
+	// Logger receives progress and drop reasons at debug level; nil discards.
+	Logger *slog.Logger
+}
+
+// Generator turns a schema and a seed CR into a test plan.
+type Generator struct {
+	schema *crd.Schema
+	val    *LocalValidator
+	pool   *Pool
+	opts   Options
+	log    *slog.Logger
+	base   map[string]any
+	// baseStored is base normalised as a stored object; validation only reads it.
+	baseStored map[string]any
+	sem        semantic.Result
+	deps       []Dependency
+	samplers   sync.Map // pattern -> *regexgen.Sampler or error
+}
+
+// NewGenerator validates the seed against the schema, infers semantics and mines the examples.
+func NewGenerator(s *crd.Schema, seed map[string]any, opts Options) (*Generator, error) {
+	if opts.MaxAttempts <= 0 {
+		opts.MaxAttempts = 6
+	}
+	if opts.MaxEnumCases <= 0 {
+		opts.MaxEnumCases = 8
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = runtime.GOMAXPROCS(0)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	val, err := NewLocalValidator(s)
+	if err != nil {
+		return nil, err
+	}
+	g := &Generator{schema: s, val: val, opts: opts, log: log, pool: opts.Pool}
+	if g.pool == nil {
+		g.pool = NewPool()
+	}
+	g.sem = annotate(s)
+	if err := g.setSeed(seed); err != nil {
+		return nil, err
+	}
+	for _, ex := range opts.Examples {
+		g.pool.Mine(s, ex, SourceExample)
+	}
+	g.pool.Mine(s, g.base, SourceExample)
+	g.deps, err = g.dependencies()
+	if err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+func (g *Generator) setSeed(seed map[string]any) error {
+	if seed == nil {
+		return fmt.Errorf("%w: seed is empty", ErrSeedInvalid)
+	}
+	seed = jsonv.CopyMap(seed)
+	if md, ok := seed["metadata"].(map[string]any); ok {
+		for _, k := range []string{"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "selfLink", "deletionTimestamp"} {
+			delete(md, k)
+		}
+	}
+	if err := g.val.ValidateCreate(context.Background(), seed); err != nil {
+		return fmt.Errorf("%w: %w", ErrSeedInvalid, err)
+	}
+	base, err := g.val.Prune(seed)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrSeedInvalid, err)
+	}
+	if g.schema.StatusSubresource {
+		delete(base, "status")
+	}
+	g.base = base
+	g.baseStored, err = g.val.normalizeStored(base)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrSeedInvalid, err)
+	}
+	return nil
+}
+
+// annotate runs semantic inference on s once and returns its statistics.
+func annotate(s *crd.Schema) semantic.Result {
+	return s.Annotate(func() any { return semantic.Annotate(semantic.NewCatalog(), s) }).(semantic.Result)
+}
+
+// Semantic returns the semantic inference statistics.
+func (g *Generator) Semantic() semantic.Result { return g.sem }
+
+// Base returns a copy of the seed desired state every test case starts from.
+func (g *Generator) Base() map[string]any { return jsonv.CopyMap(g.base) }
+
+// Validator returns the local validator.
+func (g *Generator) Validator() *LocalValidator { return g.val }
+
+func (g *Generator) sampler(pattern string) (*regexgen.Sampler, error) {
+	if v, ok := g.samplers.Load(pattern); ok {
+		if s, ok := v.(*regexgen.Sampler); ok {
+			return s, nil
+		}
+		return nil, v.(error)
+	}
+	s, err := regexgen.New(pattern)
+	if err != nil {
+		g.samplers.Store(pattern, err)
+		return nil, err
+	}
+	g.samplers.Store(pattern, s)
+	return s, nil
+}
+
+// patternOK reports whether a string value satisfies p's pattern (true when there is none).
+func (g *Generator) patternOK(p *crd.Property, v string) bool {
+	if p.Pattern == "" {
+		return true
+	}
+	s, err := g.sampler(p.Pattern)
+	return err == nil && s.Match(v)
+}
+
+// draft is a candidate test case before validation.
+type draft struct {
+	generator   string
+	label       Label
+	description string
+	steps       []map[string]any
+	stepDescs   []string
+}
+
+// genFunc draws one candidate; errSkip means the generator does not apply.
+type genFunc func(c *caseCtx) (*draft, error)
+
+// namedGen is a generator with its stable name.
+type namedGen struct {
+	name string
+	fn   genFunc
+}
+
+// propResult is what generation produced for one property.
+type propResult struct {
+	cases    []*TestCase
+	redrawn  int
+	repaired int
+	dropped  []Dropped
+	states   map[*TestCase][]map[string]any
+}
+
+// Dropped records a test case that never produced a valid candidate.
+type Dropped struct {
+	Property  string `json:"property"`
+	Generator string `json:"generator"`
+	Reason    string `json:"reason"`
+}
+
+// Plan generates every test case. It is deterministic for a given seed whatever Workers is.
+func (g *Generator) Plan(ctx context.Context) (*Plan, error) {
+	props := g.schema.Properties()
+	results := make([]propResult, len(props))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	workers := min(g.opts.Workers, max(1, len(props)))
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				results[i] = g.generateProperty(ctx, props[i])
+			}
+		}()
+	}
+feed:
+	for i := range props {
+		select {
+		case <-ctx.Done():
+			break feed
+		case work <- i:
+		}
+	}
+	close(work)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("generate plan: %w", err)
+	}
+	plan := &Plan{
+		CRD:           g.schema.Name,
+		Group:         g.schema.Group,
+		Version:       g.schema.Version,
+		Kind:          g.schema.Kind,
+		Seed:          g.opts.Seed,
+		Base:          jsonv.CopyMap(g.base),
+		states:        map[string][]map[string]any{},
+		SemanticRoots: g.sem.Roots,
+	}
+	ids := map[string]int{}
+	for _, r := range results {
+		for _, tc := range r.cases {
+			id := tc.Property + "#" + tc.Generator
+			ids[id]++
+			if n := ids[id]; n > 1 {
+				id += "-" + strconv.Itoa(n)
+			}
+			tc.ID = id
+			plan.TestCases = append(plan.TestCases, tc)
+			plan.states[id] = r.states[tc]
+		}
+		plan.Stats.Redrawn += r.redrawn
+		plan.Stats.Repaired += r.repaired
+		plan.Dropped = append(plan.Dropped, r.dropped...)
+	}
+	plan.Stats.Dropped = len(plan.Dropped)
+	g.coverage(plan)
+	return plan, nil
+}
+
+// seedFor derives the random source of one draw from the plan seed, the property, the generator
+// and the attempt, so choices do not shift when other properties change.
+func (g *Generator) seedFor(path, gen string, attempt int) *rand.Rand {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s\x00%s\x00%d", path, gen, attempt)
+	return rand.New(rand.NewPCG(uint64(g.opts.Seed), h.Sum64()))
+}
+
+func (g *Generator) generateProperty(ctx context.Context, p *crd.Property) propResult {
+	res := propResult{states: map[*TestCase][]map[string]any{}}
+	preds, setup, err := g.predicatesFor(p)
+	if err != nil {
+		res.dropped = append(res.dropped, Dropped{Property: p.Path.String(), Generator: "setup", Reason: err.Error()})
+		return res
+	}
+	start := jsonv.CopyMap(g.base)
+	var setupState map[string]any
+	if !satisfied(preds, start) {
+		if err := g.applySetup(start, p, setup); err != nil {
+			res.dropped = append(res.dropped, Dropped{Property: p.Path.String(), Generator: "setup", Reason: err.Error()})
+			return res
+		}
+		setup = changesBetween(g.base, start)
+		setupState = jsonv.CopyMap(start)
+		if err := g.val.ValidateUpdate(ctx, setupState, g.base); err != nil {
+			res.dropped = append(res.dropped, Dropped{Property: p.Path.String(), Generator: "setup", Reason: "setup state is invalid: " + err.Error()})
+			return res
+		}
+	}
+	// The start state normalised as the stored object every first step updates.
+	startStored := g.baseStored
+	if setupState != nil {
+		var err error
+		if startStored, err = g.val.normalizeStored(start); err != nil {
+			res.dropped = append(res.dropped, Dropped{Property: p.Path.String(), Generator: "setup", Reason: err.Error()})
+			return res
+		}
+	}
+	for _, ng := range g.generatorsFor(p) {
+		var lastErr error
+		kept := false
+		for attempt := 0; attempt < g.opts.MaxAttempts; attempt++ {
+			if ctx.Err() != nil {
+				return res
+			}
+			c := &caseCtx{g: g, p: p, r: g.seedFor(p.Path.String(), ng.name, attempt), start: start}
+			d, err := ng.fn(c)
+			if errors.Is(err, errSkip) || errors.Is(err, errNoValue) {
+				// Not applicable here (nothing to remove, no other valid value): nothing to drop.
+				kept = true
+				break
+			}
+			if err != nil {
+				lastErr = err
+				res.redrawn++
+				continue
+			}
+			d.generator = ng.name
+			tc, states, err := g.finish(ctx, p, d, preds, setup, setupState, start, startStored)
+			if err != nil {
+				firstErr := err
+				for _, rd := range g.repairCEL(p, d, err) {
+					if tc, states, err = g.finish(ctx, p, rd, preds, setup, setupState, start, startStored); err == nil {
+						res.repaired++
+						break
+					}
+				}
+				if err != nil {
+					err = firstErr
+				}
+			}
+			if err != nil {
+				lastErr = err
+				res.redrawn++
+				continue
+			}
+			res.cases = append(res.cases, tc)
+			res.states[tc] = states
+			kept = true
+			break
+		}
+		if !kept && lastErr != nil {
+			res.dropped = append(res.dropped, Dropped{Property: p.Path.String(), Generator: ng.name, Reason: lastErr.Error()})
+			g.log.Debug("test case dropped", "property", p.Path.String(), "generator", ng.name, "reason", lastErr)
+		}
+	}
+	return res
+}
+
+// finish validates a draft's states as a chain of updates from the start state (falling back to
+// creates: Recreate) and turns it into a test case.
+func (g *Generator) finish(ctx context.Context, p *crd.Property, d *draft, preds []Predicate, setup []Change, setupState, start, startStored map[string]any) (*TestCase, []map[string]any, error) {
+	if len(d.steps) == 0 {
+		return nil, nil, fmt.Errorf("generator %s produced no step", d.generator)
+	}
+	for i, st := range d.steps {
+		pruned, err := g.val.Prune(st)
+		if err != nil {
+			return nil, nil, fmt.Errorf("step %d: %w", i+1, err)
+		}
+		d.steps[i] = pruned
+	}
+	prev := start
+	for i, st := range d.steps {
+		if jsonv.Equal(st, prev) {
+			return nil, nil, fmt.Errorf("step %d changes nothing", i+1)
+		}
+		prev = st
+	}
+	recreate := false
+	if err := g.validateChain(ctx, startStored, d.steps, false); err != nil {
+		if errC := g.validateChain(ctx, nil, d.steps, true); errC != nil {
+			return nil, nil, err
+		}
+		recreate = true
+	}
+	if g.opts.ServerValidator != nil {
+		prev := start
+		for i, st := range d.steps {
+			var err error
+			if recreate {
+				err = g.opts.ServerValidator.ValidateCreate(ctx, st)
+			} else {
+				err = g.opts.ServerValidator.ValidateUpdate(ctx, st, prev)
+			}
+			if err != nil {
+				return nil, nil, fmt.Errorf("step %d: server-side validation: %w", i+1, err)
+			}
+			prev = st
+		}
+	}
+	tc := &TestCase{
+		Property:    p.Path.String(),
+		Generator:   d.generator,
+		Label:       d.label,
+		Description: d.description,
+		Recreate:    recreate,
+	}
+	if setupState != nil {
+		tc.Preconditions = preds
+		tc.Setup = setup
+	} else if len(preds) > 0 {
+		tc.Preconditions = preds
+		tc.Setup = setup
+	}
+	prev = start
+	for i, st := range d.steps {
+		step := Step{Changes: changesBetween(prev, st)}
+		if i < len(d.stepDescs) {
+			step.Description = d.stepDescs[i]
+		}
+		tc.Steps = append(tc.Steps, step)
+		prev = st
+	}
+	var states []map[string]any
+	if setupState != nil {
+		states = append(states, setupState)
+	}
+	states = append(states, d.steps...)
+	tc.Covers = g.covered(g.base, states)
+	return tc, states, nil
+}
+
+// validateChain validates steps as successive updates from start (or each as a create). The
+// states before each step are valid (validated earlier), so the plain validators decide exactly
+// as ratcheting ones would.
+func (g *Generator) validateChain(ctx context.Context, stored map[string]any, steps []map[string]any, create bool) error {
+	prev := stored
+	for i, st := range steps {
+		var err error
+		if create {
+			err = g.val.ValidateCreate(ctx, st)
+		} else {
+			var u map[string]any
+			if u, err = g.val.Normalize(st); err == nil {
+				err = g.val.validateUpdate(ctx, u, prev, false)
+				prev = u
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("step %d: %w", i+1, err)
+		}
+	}
+	return nil
+}
+
+// applySetup applies setup changes to state, first materialising missing parent objects with
+// their required fields so the setup state is valid.
+func (g *Generator) applySetup(state map[string]any, p *crd.Property, setup []Change) error {
+	for _, ch := range setup {
+		if ch.Op == OpSet {
+			if prop := g.propertyAtPointer(ch.Path); prop != nil && !prop.InsideList() {
+				c := &caseCtx{g: g, p: prop, r: g.seedFor(p.Path.String(), "setup", 0)}
+				if _, err := c.ensure(state, prop); err != nil {
+					return fmt.Errorf("setup %s: %w", ch.Path, err)
+				}
+			}
+		}
+		if err := ApplyChanges(state, []Change{ch}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func satisfied(preds []Predicate, state map[string]any) bool {
+	for _, p := range preds {
+		if !p.Holds(state) {
+			return false
+		}
+	}
+	return true
+}
+
+// covered lists the properties whose values differ along base -> states[0] -> states[1] ...
+func (g *Generator) covered(base map[string]any, states []map[string]any) []string {
+	set := map[string]bool{}
+	prev := base
+	for _, st := range states {
+		for _, e := range jsonv.Diff(prev, st) {
+			g.markEdit(set, e)
+		}
+		prev = st
+	}
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// markEdit marks the property an edit touches, its ancestors and every property inside the new
+// (or removed) value.
+func (g *Generator) markEdit(set map[string]bool, e jsonv.Edit) {
+	node := g.schema.Root
+	for _, t := range e.Tokens {
+		next := stepInto(node, t)
+		if next == nil {
+			return
+		}
+		node = next
+		if len(node.Path) == 1 {
+			switch node.Path[0].Name {
+			case "apiVersion", "kind", "metadata", "status":
+				return
+			}
+		}
+		set[node.Path.String()] = true
+	}
+	if e.Op == jsonv.OpSet {
+		markValue(set, node, e.Value)
+	} else {
+		markValue(set, node, e.Old)
+	}
+}
+
+func stepInto(node *crd.Property, t jsonv.Token) *crd.Property {
+	switch x := t.(type) {
+	case int:
+		return node.Items
+	case string:
+		if f := node.Field(x); f != nil {
+			return f
+		}
+		return node.Values
+	}
+	return nil
+}
+
+func markValue(set map[string]bool, node *crd.Property, v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if child := stepInto(node, k); child != nil {
+				set[child.Path.String()] = true
+				markValue(set, child, e)
+			}
+		}
+	case []any:
+		if node.Items != nil {
+			for _, e := range x {
+				set[node.Items.Path.String()] = true
+				markValue(set, node.Items, e)
+			}
+		}
+	}
+}
+
+// coverage fills the per-property coverage and the statistics.
+func (g *Generator) coverage(plan *Plan) {
+	targeted := map[string][]string{}
+	incidental := map[string][]string{}
+	for _, tc := range plan.TestCases {
+		targeted[tc.Property] = append(targeted[tc.Property], tc.ID)
+		for _, c := range tc.Covers {
+			if c != tc.Property {
+				incidental[c] = append(incidental[c], tc.ID)
+			}
+		}
+		switch tc.Label {
+		case Valid:
+			plan.Stats.Valid++
+		case Misoperation:
+			plan.Stats.Misoperation++
+		}
+		if tc.Recreate {
+			plan.Stats.Recreate++
+		}
+	}
+	dropReasons := map[string]string{}
+	for _, d := range plan.Dropped {
+		if _, ok := dropReasons[d.Property]; !ok {
+			dropReasons[d.Property] = d.Generator + ": " + d.Reason
+		}
+	}
+	for _, p := range g.schema.Properties() {
+		path := p.Path.String()
+		pc := PropertyCoverage{
+			Path:     path,
+			Type:     typeName(p),
+			Targeted: targeted[path],
+		}
+		if p.Semantic != nil {
+			pc.Hint = p.Semantic.Hint
+			pc.SemanticType = p.Semantic.Type
+			if p.Semantic.Mapped() {
+				plan.Stats.SemanticMapped++
+			}
+		}
+		inc := incidental[path]
+		pc.CoveredBy = len(pc.Targeted) + len(inc)
+		const maxListed = 10
+		if len(inc) > maxListed {
+			inc = inc[:maxListed]
+		}
+		pc.AlsoChangedBy = inc
+		pc.Covered = pc.CoveredBy > 0
+		switch {
+		case pc.Covered:
+			plan.Stats.Covered++
+		case p.Required && len(p.Enum) == 1:
+			// A required property with a single allowed value has no valid change.
+			pc.Pinned = true
+			pc.Reason = "pinned: the schema requires it and allows only " + describeValue(p.Enum[0])
+			plan.Stats.Pinned++
+		default:
+			pc.Reason = dropReasons[path]
+			if pc.Reason == "" {
+				pc.Reason = "no generator produced a change"
+			}
+		}
+		plan.Properties = append(plan.Properties, pc)
+	}
+	plan.Stats.Properties = len(plan.Properties)
+	plan.Stats.TestCases = len(plan.TestCases)
+	if n := plan.Stats.Properties - plan.Stats.Pinned; n > 0 {
+		plan.Stats.Coverage = float64(plan.Stats.Covered) / float64(n)
+	}
+	if plan.Stats.Properties > 0 {
+		plan.Stats.SemanticShare = float64(plan.Stats.SemanticMapped) / float64(plan.Stats.Properties)
+	}
+}
+
+func typeName(p *crd.Property) string {
+	switch {
+	case p.IntOrString:
+		return "int-or-string"
+	case p.IsMap():
+		return "map"
+	case p.IsFreeForm():
+		return "free-form"
+	case p.Type == "":
+		return "any"
+	}
+	return p.Type
+}
+
+// pointerOf renders the concrete path of a property without list or map segments as a JSON pointer.
+func pointerOf(p crd.Path) (string, bool) {
+	var toks []jsonv.Token
+	for _, s := range p {
+		if s.Kind != crd.Field {
+			return "", false
+		}
+		toks = append(toks, s.Name)
+	}
+	return jsonv.Pointer(toks), true
+}
+
+// describeValue renders a value briefly for descriptions.
+func describeValue(v any) string {
+	s := fmt.Sprintf("%v", v)
+	switch x := v.(type) {
+	case string:
+		s = strconv.Quote(x)
+	case map[string]any, []any:
+		s = compactJSON(v)
+	}
+	if len(s) > 60 {
+		s = s[:57] + "..."
+	}
+	return strings.ReplaceAll(s, "\n", " ")
+}

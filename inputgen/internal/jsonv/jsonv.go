@@ -1,0 +1,370 @@
+// Package jsonv manipulates JSON-like values (map[string]any, []any, string, int64, float64, bool,
+// nil) as held by unstructured Kubernetes objects: deep copies, number-aware equality, JSON pointer
+// access and structural diffs.
+package jsonv
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Copy deep-copies a JSON-like value. Numbers of other Go types are normalised to int64/float64.
+func Copy(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = Copy(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = Copy(e)
+		}
+		return out
+	case int:
+		return int64(x)
+	case int32:
+		return int64(x)
+	case float32:
+		return float64(x)
+	default:
+		return v
+	}
+}
+
+// CopyMap deep-copies an object.
+func CopyMap(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	return Copy(m).(map[string]any)
+}
+
+// AsFloat returns a number as float64.
+func AsFloat(v any) (float64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return float64(x), true
+	case int:
+		return float64(x), true
+	case int32:
+		return float64(x), true
+	case float64:
+		return x, true
+	case float32:
+		return float64(x), true
+	}
+	return 0, false
+}
+
+// AsInt returns an integral number as int64.
+func AsInt(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return x, true
+	case int:
+		return int64(x), true
+	case int32:
+		return int64(x), true
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1<<62 {
+			return int64(x), true
+		}
+	}
+	return 0, false
+}
+
+// Equal compares JSON-like values; numbers compare by value whatever their Go type.
+func Equal(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			w, ok := y[k]
+			if !ok || !Equal(v, w) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !Equal(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	case nil:
+		return b == nil
+	}
+	fa, ok1 := AsFloat(a)
+	fb, ok2 := AsFloat(b)
+	return ok1 && ok2 && fa == fb
+}
+
+// Token is one step of a concrete path: a string (object key) or an int (list index).
+type Token = any
+
+// Pointer renders tokens as an RFC 6901 JSON pointer.
+func Pointer(tokens []Token) string {
+	if len(tokens) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for _, t := range tokens {
+		b.WriteByte('/')
+		switch x := t.(type) {
+		case int:
+			b.WriteString(strconv.Itoa(x))
+		case string:
+			b.WriteString(strings.ReplaceAll(strings.ReplaceAll(x, "~", "~0"), "/", "~1"))
+		default:
+			fmt.Fprint(&b, x)
+		}
+	}
+	return b.String()
+}
+
+// SplitPointer splits an RFC 6901 pointer into unescaped reference tokens (all strings).
+func SplitPointer(ptr string) ([]string, error) {
+	if ptr == "" {
+		return nil, nil
+	}
+	if !strings.HasPrefix(ptr, "/") {
+		return nil, fmt.Errorf("JSON pointer %q must start with '/'", ptr)
+	}
+	parts := strings.Split(ptr[1:], "/")
+	for i, p := range parts {
+		parts[i] = strings.ReplaceAll(strings.ReplaceAll(p, "~1", "/"), "~0", "~")
+	}
+	return parts, nil
+}
+
+// Get returns the value at ptr in doc.
+func Get(doc any, ptr string) (any, bool) {
+	toks, err := SplitPointer(ptr)
+	if err != nil {
+		return nil, false
+	}
+	cur := doc
+	for _, t := range toks {
+		switch c := cur.(type) {
+		case map[string]any:
+			v, ok := c[t]
+			if !ok {
+				return nil, false
+			}
+			cur = v
+		case []any:
+			i, err := strconv.Atoi(t)
+			if err != nil || i < 0 || i >= len(c) {
+				return nil, false
+			}
+			cur = c[i]
+		default:
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// Set stores a copy of value at ptr in doc, creating missing objects (and a list when the missing
+// container's next token is "0" or "-"). An index equal to a list's length (or "-") appends.
+func Set(doc map[string]any, ptr string, value any) error {
+	toks, err := SplitPointer(ptr)
+	if err != nil {
+		return err
+	}
+	if len(toks) == 0 {
+		return fmt.Errorf("cannot replace the whole object through a change: give a path")
+	}
+	_, err = set(doc, toks, value)
+	return err
+}
+
+func set(cur any, toks []string, value any) (any, error) {
+	t := toks[0]
+	last := len(toks) == 1
+	switch c := cur.(type) {
+	case map[string]any:
+		if last {
+			c[t] = Copy(value)
+			return c, nil
+		}
+		next, ok := c[t]
+		if !ok || next == nil {
+			if toks[1] == "0" || toks[1] == "-" {
+				next = []any{}
+			} else {
+				next = map[string]any{}
+			}
+		}
+		nv, err := set(next, toks[1:], value)
+		if err != nil {
+			return nil, err
+		}
+		c[t] = nv
+		return c, nil
+	case []any:
+		i := len(c)
+		if t != "-" {
+			var err error
+			i, err = strconv.Atoi(t)
+			if err != nil || i < 0 || i > len(c) {
+				return nil, fmt.Errorf("list index %q out of range [0,%d]", t, len(c))
+			}
+		}
+		if i == len(c) {
+			var zero any
+			if !last {
+				if toks[1] == "0" || toks[1] == "-" {
+					zero = []any{}
+				} else {
+					zero = map[string]any{}
+				}
+			}
+			c = append(c, zero)
+		}
+		if last {
+			c[i] = Copy(value)
+			return c, nil
+		}
+		nv, err := set(c[i], toks[1:], value)
+		if err != nil {
+			return nil, err
+		}
+		c[i] = nv
+		return c, nil
+	default:
+		return nil, fmt.Errorf("cannot descend into %T at %q", cur, t)
+	}
+}
+
+// Remove deletes the value at ptr; a missing value is not an error.
+func Remove(doc map[string]any, ptr string) error {
+	toks, err := SplitPointer(ptr)
+	if err != nil {
+		return err
+	}
+	if len(toks) == 0 {
+		return fmt.Errorf("cannot remove the whole object")
+	}
+	parentPtr := Pointer(stringsToTokens(toks[:len(toks)-1]))
+	var parent any = doc
+	if parentPtr != "" {
+		p, ok := Get(doc, parentPtr)
+		if !ok {
+			return nil
+		}
+		parent = p
+	}
+	t := toks[len(toks)-1]
+	switch c := parent.(type) {
+	case map[string]any:
+		delete(c, t)
+	case []any:
+		i, err := strconv.Atoi(t)
+		if err != nil || i < 0 || i >= len(c) {
+			return nil
+		}
+		nl := append(append([]any{}, c[:i]...), c[i+1:]...)
+		if parentPtr == "" {
+			return fmt.Errorf("root is not a list")
+		}
+		return Set(doc, parentPtr, nl)
+	}
+	return nil
+}
+
+func stringsToTokens(s []string) []Token {
+	out := make([]Token, len(s))
+	for i, x := range s {
+		out[i] = x
+	}
+	return out
+}
+
+// Op names a diff operation.
+type Op string
+
+// Diff operations.
+const (
+	OpSet    Op = "set"
+	OpRemove Op = "remove"
+)
+
+// Edit is one difference between two documents.
+type Edit struct {
+	Op     Op
+	Tokens []Token
+	Value  any
+	Old    any
+	HadOld bool
+}
+
+// Diff lists the edits that turn a into b: objects are compared key by key (sorted), lists of equal
+// length element by element, anything else is replaced whole.
+func Diff(a, b map[string]any) []Edit {
+	var out []Edit
+	diff(nil, a, b, &out)
+	return out
+}
+
+func diff(path []Token, a, b any, out *[]Edit) {
+	am, aok := a.(map[string]any)
+	bm, bok := b.(map[string]any)
+	if aok && bok {
+		keys := make([]string, 0, len(am)+len(bm))
+		for k := range am {
+			keys = append(keys, k)
+		}
+		for k := range bm {
+			if _, ok := am[k]; !ok {
+				keys = append(keys, k)
+			}
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			av, ina := am[k]
+			bv, inb := bm[k]
+			p := append(append([]Token{}, path...), k)
+			switch {
+			case ina && !inb:
+				*out = append(*out, Edit{Op: OpRemove, Tokens: p, Old: av, HadOld: true})
+			case !ina && inb:
+				*out = append(*out, Edit{Op: OpSet, Tokens: p, Value: bv})
+			default:
+				diff(p, av, bv, out)
+			}
+		}
+		return
+	}
+	al, aok := a.([]any)
+	bl, bok := b.([]any)
+	if aok && bok && len(al) == len(bl) {
+		for i := range al {
+			diff(append(append([]Token{}, path...), i), al[i], bl[i], out)
+		}
+		return
+	}
+	if !Equal(a, b) {
+		*out = append(*out, Edit{Op: OpSet, Tokens: path, Value: b, Old: a, HadOld: true})
+	}
+}
