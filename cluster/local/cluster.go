@@ -84,6 +84,7 @@ type Cluster struct {
 	once    sync.Once
 	delErr  error
 	timings map[string]time.Duration
+	apiPort int
 }
 
 var nameRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,19}$`)
@@ -156,6 +157,7 @@ func Create(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err != nil {
 		return c, err
 	}
+	c.apiPort = ports[0]
 	c.cp, err = controlplane.Start(ctx, controlplane.Config{
 		Name: opts.Name, Dir: filepath.Join(info.Dir, "controlplane"), Binaries: br.b, Address: gw,
 		APIServerPort: ports[0], EtcdPort: ports[1], EtcdPeerPort: ports[2],

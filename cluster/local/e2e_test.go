@@ -491,6 +491,29 @@ func TestE2EFaults(t *testing.T) {
 		t.Fatal("valkey-0 cannot reach valkey-1 after heal")
 	}
 
+	// Cut valkey-0 off from the API server: direct and ClusterIP access fail, the
+	// kubelet's tcp readiness probe (from the host) keeps passing.
+	api := net.JoinHostPort(c.net.Gateway().String(), strconv.Itoa(c.apiPort))
+	if !tcpOpen(c, ns, "valkey-0", api) || !tcpOpen(c, ns, "valkey-0", "10.96.0.1:443") {
+		t.Fatal("valkey-0 cannot reach the API server before any fault")
+	}
+	if err := c.PartitionFromAPIServer(ctx, "api", []PodRef{a}); err != nil {
+		t.Fatal(err)
+	}
+	if tcpOpen(c, ns, "valkey-0", api) || tcpOpen(c, ns, "valkey-0", "10.96.0.1:443") {
+		t.Fatal("valkey-0 reaches the API server through a partition")
+	}
+	time.Sleep(3 * time.Second) // three readiness periods
+	if p, err := c.Client().CoreV1().Pods(ns).Get(ctx, "valkey-0", metav1.GetOptions{}); err != nil || !ready(p) {
+		t.Fatalf("valkey-0 lost readiness while only the API server was cut off: %v", err)
+	}
+	if err := c.Heal(ctx, "api"); err != nil {
+		t.Fatal(err)
+	}
+	if !tcpOpen(c, ns, "valkey-0", api) {
+		t.Fatal("valkey-0 cannot reach the API server after heal")
+	}
+
 	// Pause: the server stops answering; resume: it answers again.
 	if err := c.PauseContainer(ctx, b, "valkey"); err != nil {
 		t.Fatal(err)

@@ -96,9 +96,20 @@ func (c *Cluster) Partition(ctx context.Context, name string, a, b []PodRef) err
 	return c.net.Partition(ctx, name, ipsA, ipsB)
 }
 
-// PartitionFromAPIServer cuts the pods off from the host, the API server included,
-// until Heal(name).
+// PartitionFromAPIServer cuts the pods off from the API server (directly and
+// through the kubernetes Service) until Heal(name). The kubelet's probes still
+// reach them, as on a real node where the kubelet is local.
 func (c *Cluster) PartitionFromAPIServer(ctx context.Context, name string, pods []PodRef) error {
+	ips, err := c.podIPs(ctx, pods)
+	if err != nil {
+		return err
+	}
+	return c.net.PartitionHostPorts(ctx, name, ips, []uint16{uint16(c.apiPort)})
+}
+
+// PartitionFromHost cuts the pods off from the host entirely (API server, kubelet
+// probes, the harness) until Heal(name).
+func (c *Cluster) PartitionFromHost(ctx context.Context, name string, pods []PodRef) error {
 	ips, err := c.podIPs(ctx, pods)
 	if err != nil {
 		return err

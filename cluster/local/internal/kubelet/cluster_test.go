@@ -28,9 +28,9 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -518,6 +518,20 @@ func TestPodLifecycle(t *testing.T) {
 	if !errors.As(err, &exitErr) || exitErr.ExitStatus() != 3 {
 		t.Errorf("exec exit code: err = %v, want exit status 3", err)
 	}
+	// A TTY exec (kubectl exec -it) with input.
+	req := c.admin.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name("shell").SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Container: "main", Command: []string{"sh", "-c", "tty; read x; echo got $x"}, Stdin: true, Stdout: true, TTY: true}, scheme.ParameterCodec)
+	ex, err := remotecommand.NewSPDYExecutor(c.adminRC, "POST", req.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ttyOut bytes.Buffer
+	if err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: strings.NewReader("abc\n"), Stdout: &ttyOut, Tty: true}); err != nil {
+		t.Fatalf("tty exec: %v", err)
+	}
+	if !strings.Contains(ttyOut.String(), "/dev/pts/") || !strings.Contains(ttyOut.String(), "got abc") {
+		t.Errorf("tty exec output %q", ttyOut.String())
+	}
 	// The service account volume gives in-cluster configuration files.
 	out, _, err = c.exec(ctx, ns, "shell", "main", "sh", "-c", "cat /var/run/secrets/kubernetes.io/serviceaccount/namespace; test -s /var/run/secrets/kubernetes.io/serviceaccount/token && test -s /var/run/secrets/kubernetes.io/serviceaccount/ca.crt && echo ok")
 	if err != nil || out != ns+"ok\n" {
@@ -541,9 +555,10 @@ func TestPodLifecycle(t *testing.T) {
 		_, ok := c.node.PodSandbox(ns, "shell")
 		return !ok, "sandbox still there"
 	})
-	if _, err := os.Stat(filepath.Join(c.dir, "nodes", c.node.Name(), "pods", string(p.UID))); !os.IsNotExist(err) {
-		t.Errorf("pod folder not removed: %v", err)
-	}
+	waitFor(t, 5*time.Second, "pod folder removed", func() (bool, string) {
+		_, err := os.Stat(filepath.Join(c.dir, "nodes", c.node.Name(), "pods", string(p.UID)))
+		return os.IsNotExist(err), fmt.Sprint(err)
+	})
 }
 
 func TestSimulatedPod(t *testing.T) {
@@ -1246,5 +1261,28 @@ func TestLabelsSurviveStatusWrites(t *testing.T) {
 	}
 	if !custom {
 		t.Error("a condition set by someone else was dropped by the node's status writes")
+	}
+}
+
+func TestActiveDeadline(t *testing.T) {
+	c := clusterOrSkip(t)
+	ns := c.namespace(t)
+	pod := shellPod(ns, "deadline", "sleep 1000")
+	pod.Spec.ActiveDeadlineSeconds = ptrTo(int64(2))
+	pod.Spec.TerminationGracePeriodSeconds = ptrTo(int64(1))
+	c.createPod(t, pod)
+	waitFor(t, 20*time.Second, "DeadlineExceeded", func() (bool, string) {
+		p := c.getPod(t, ns, "deadline")
+		return p.Status.Phase == corev1.PodFailed && p.Status.Reason == reasonDeadlineExceeded, podSummary(p)
+	})
+	p := c.getPod(t, ns, "deadline")
+	if cs := p.Status.ContainerStatuses[0]; cs.State.Terminated == nil || cs.RestartCount != 0 {
+		t.Errorf("container after the deadline: %s", podSummary(p))
+	}
+	// The failed pod stays on the node (logs readable) until it is deleted.
+	time.Sleep(500 * time.Millisecond)
+	_ = c.logs(t, ns, "deadline", &corev1.PodLogOptions{})
+	if _, err := os.Stat(filepath.Join(c.dir, "nodes", c.node.Name(), "pods", string(p.UID))); err != nil {
+		t.Errorf("pod folder of a failed, undeleted pod: %v", err)
 	}
 }

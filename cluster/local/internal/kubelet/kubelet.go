@@ -346,17 +346,17 @@ func requireClientCN(allowed []string, next http.Handler, log *slog.Logger) http
 // nodeProvider keeps the node Ready while the agent runs.
 type nodeProvider struct{}
 
-func (nodeProvider) Ping(ctx context.Context) error                          { return ctx.Err() }
+func (nodeProvider) Ping(ctx context.Context) error                       { return ctx.Err() }
 func (nodeProvider) NotifyNodeStatus(context.Context, func(*corev1.Node)) {}
 
 // buildNode is the Node object the agent registers.
 func buildNode(cfg Config) *corev1.Node {
 	labels := map[string]string{
-		corev1.LabelHostname:       cfg.NodeName,
-		corev1.LabelOSStable:       "linux",
-		corev1.LabelArchStable:     "amd64",
-		"beta.kubernetes.io/os":    "linux",
-		"beta.kubernetes.io/arch":  "amd64",
+		corev1.LabelHostname:      cfg.NodeName,
+		corev1.LabelOSStable:      "linux",
+		corev1.LabelArchStable:    "amd64",
+		"beta.kubernetes.io/os":   "linux",
+		"beta.kubernetes.io/arch": "amd64",
 	}
 	for k, v := range cfg.Labels {
 		labels[k] = v

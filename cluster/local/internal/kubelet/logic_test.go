@@ -49,7 +49,7 @@ func TestBackOff(t *testing.T) {
 		want          time.Duration
 		cur           time.Duration
 	}{
-		{0, 0, 0, 10 * time.Second},                          // first exit: restart at once
+		{0, 0, 0, 10 * time.Second}, // first exit: restart at once
 		{5 * time.Second, 5 * time.Second, 10 * time.Second, 10 * time.Second}, // second: wait 10s
 		{5 * time.Second, 15 * time.Second, 0, 20 * time.Second},               // waited: restart, doubles
 		{20 * time.Second, 21 * time.Second, 19 * time.Second, 20 * time.Second},
@@ -336,7 +336,7 @@ func TestDownwardValues(t *testing.T) {
 		{"limits.memory", "1Mi", "256"},
 		{"limits.cpu", "", "4"}, // no limit: node allocatable
 		{"requests.cpu", "1m", "250"},
-		{"requests.cpu", "", "1"}, // rounded up
+		{"requests.cpu", "", "1"},            // rounded up
 		{"requests.memory", "", "268435456"}, // requests default to limits
 	}
 	for _, r := range res {

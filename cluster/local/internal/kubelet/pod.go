@@ -27,7 +27,7 @@ import (
 
 // Timings of the pod worker.
 const (
-	minKillGrace      = 2 * time.Second  // the kubelet's minimum grace after SIGTERM
+	minKillGrace      = 2 * time.Second // the kubelet's minimum grace after SIGTERM
 	setupRetryMin     = 500 * time.Millisecond
 	setupRetryMax     = 2 * time.Second
 	setupEventEvery   = 30 * time.Second
@@ -64,10 +64,14 @@ type ctrRun struct {
 	prevLog    string // previous instance's log (kubectl logs --previous)
 	bo         *backOff
 
-	startedCh chan struct{} // closed once the container first counts as started (sidecars)
-	recreate  chan struct{} // the container's image changed
-	probeKill chan string   // a liveness or startup probe asks for a restart
+	startedCh   chan struct{} // closed once the container first counts as started (sidecars)
+	startedOnce sync.Once
+	recreate    chan struct{} // the container's image changed
+	probeKill   chan string   // a liveness or startup probe asks for a restart
 }
+
+// markStarted closes startedCh once.
+func (c *ctrRun) markStarted() { c.startedOnce.Do(func() { close(c.startedCh) }) }
 
 func (c *ctrRun) snapshot() ctrSnapshot {
 	return ctrSnapshot{
@@ -109,19 +113,21 @@ type podWorker struct {
 	lastSetupMsg string
 	lastSetupAt  time.Time
 
-	stopCh    chan struct{}
-	stopOnce  sync.Once
-	appsDone  chan struct{}
-	appsOnce  sync.Once
-	sidecars  sync.WaitGroup
-	done      chan struct{}
-	wake      chan struct{}
-	quit      chan struct{}
-	quitOnce  sync.Once
-	writerWG  sync.WaitGroup
-	writeMu   sync.Mutex
-	lastPatch []byte
-	gone      bool // the API object is gone (or is another pod)
+	stopCh     chan struct{}
+	stopOnce   sync.Once
+	removeCh   chan struct{}
+	removeOnce sync.Once
+	appsDone   chan struct{}
+	appsOnce   sync.Once
+	sidecars   sync.WaitGroup
+	done       chan struct{}
+	wake       chan struct{}
+	quit       chan struct{}
+	quitOnce   sync.Once
+	writerWG   sync.WaitGroup
+	writeMu    sync.Mutex
+	lastPatch  []byte
+	gone       bool // the API object is gone (or is another pod)
 }
 
 func newPodWorker(p *provider, pod *corev1.Pod) *podWorker {
@@ -141,6 +147,7 @@ func newPodWorker(p *provider, pod *corev1.Pod) *podWorker {
 		simMessages: map[string]string{},
 		killCh:      make(chan struct{}),
 		stopCh:      make(chan struct{}),
+		removeCh:    make(chan struct{}),
 		appsDone:    make(chan struct{}),
 		done:        make(chan struct{}),
 		wake:        make(chan struct{}, 1),
@@ -287,12 +294,16 @@ func (w *podWorker) defaultGrace() time.Duration {
 	return defaultGraceSecs * time.Second
 }
 
-// terminate asks the pod to stop within grace; a later call may only shorten
-// the grace. apiDelete deletes the pod object once everything stopped.
-func (w *podWorker) terminate(grace time.Duration, apiDelete bool, _ string) {
+// terminate asks the pod's containers to stop within grace; a later call may
+// only shorten the grace. remove also ends the pod on the node (sandbox,
+// folder) once they stopped; apiDelete then deletes the pod object too.
+func (w *podWorker) terminate(grace time.Duration, remove, apiDelete bool) {
 	w.mu.Lock()
 	if apiDelete {
 		w.apiDelete = true
+	}
+	if remove {
+		w.removeOnce.Do(func() { close(w.removeCh) })
 	}
 	at := time.Now().Add(grace)
 	if w.killAt.IsZero() || at.Before(w.killAt) {
@@ -309,7 +320,7 @@ func (w *podWorker) shutdown() {
 	w.mu.Lock()
 	w.silent = true
 	w.mu.Unlock()
-	w.terminate(stopGrace, false, "")
+	w.terminate(stopGrace, true, false)
 }
 
 func (w *podWorker) isSilent() bool {
@@ -383,11 +394,10 @@ func (w *podWorker) run() {
 	w.sidecars.Wait()
 	stopRefresh()
 	w.finishContainers()
-	if !w.stopping() {
-		// Completed on its own: report, keep logs until the pod is deleted.
-		w.kick()
-		<-w.stopCh
-	}
+	// Completed (or past its deadline): report, keep the logs until the pod
+	// is deleted.
+	w.kick()
+	<-w.removeCh
 	w.cleanup()
 }
 
@@ -403,7 +413,7 @@ func (w *podWorker) setup() bool {
 		if err == nil {
 			return true
 		}
-		w.log.Warn("pod setup failed; retrying", "err", err, "in", delay)
+		w.log.Debug("pod setup failed; retrying", "err", err, "in", delay)
 		if !sleepOrStop(delay, w.stopCh) {
 			return false
 		}
@@ -479,6 +489,7 @@ func (w *podWorker) setupEvent(reason, msg string) {
 	}
 	w.mu.Unlock()
 	if !same {
+		w.log.Info("pod setup failed; retrying", "reason", reason, "err", msg)
 		w.eventPod(corev1.EventTypeWarning, reason, msg)
 	}
 }
@@ -516,7 +527,7 @@ func (w *podWorker) housekeeping(ctx context.Context) {
 			w.message = "Pod was active on the node longer than the specified deadline"
 			w.mu.Unlock()
 			w.eventPod(corev1.EventTypeWarning, reasonDeadlineExceeded, "Pod was active on the node longer than the specified deadline")
-			w.terminate(w.defaultGrace(), false, "")
+			w.terminate(w.defaultGrace(), false, false)
 			return
 		}
 		if len(pod.Spec.ReadinessGates) > 0 {
@@ -970,7 +981,7 @@ func (w *podWorker) runSimulated(c *ctrRun, prep prepared, stop <-chan struct{})
 	w.mu.Unlock()
 	writeSimulatedLog(logPath, prep.message)
 	w.eventCtr(c, corev1.EventTypeNormal, "Simulated", fmt.Sprintf("%s: the container reports Running and Ready without a process", prep.message))
-	closeOnce(c.startedCh)
+	c.markStarted()
 	w.kick()
 
 	why := endStopped
@@ -1241,13 +1252,16 @@ func (w *podWorker) setWaiting(c *ctrRun, reason, msg string) {
 // setStarted records that a container passed its startup probe (or has none).
 func (w *podWorker) setStarted(c *ctrRun, proc *container.Process) {
 	w.mu.Lock()
-	if c.proc == proc && c.state.Running != nil {
+	current := c.proc == proc && c.state.Running != nil
+	if current {
 		c.started = true
 		c.ready = c.kind != kindInit && c.readyProbe
 	}
 	w.mu.Unlock()
-	closeOnce(c.startedCh)
-	w.kick()
+	if current {
+		c.markStarted()
+		w.kick()
+	}
 }
 
 // setReadiness records a readiness probe result.
@@ -1338,14 +1352,6 @@ func sleepOrStop(d time.Duration, stop <-chan struct{}, wake ...<-chan struct{})
 		return false
 	case <-w:
 		return true
-	}
-}
-
-func closeOnce(ch chan struct{}) {
-	select {
-	case <-ch:
-	default:
-		close(ch)
 	}
 }
 

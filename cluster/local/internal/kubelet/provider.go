@@ -109,7 +109,7 @@ func (p *provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 		// A new pod of the same name while the old one still terminates
 		// (StatefulSets reuse names): the old one keeps going by UID.
 		delete(p.byName, key)
-		w.terminate(w.defaultGrace(), false, "")
+		w.terminate(w.defaultGrace(), true, false)
 	}
 	if w, ok := p.byUID[pod.UID]; ok {
 		// Being deleted already; the API will not bring it back.
@@ -159,7 +159,7 @@ func (p *provider) DeletePod(ctx context.Context, pod *corev1.Pod) error {
 	if pod.DeletionGracePeriodSeconds != nil {
 		grace = time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
 	}
-	w.terminate(grace, pod.DeletionTimestamp != nil, "")
+	w.terminate(grace, true, pod.DeletionTimestamp != nil)
 	return nil
 }
 

@@ -3,7 +3,6 @@ package kubelet
 import (
 	"fmt"
 	"net/netip"
-	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -342,14 +341,4 @@ func conditionsByType(cs []corev1.PodCondition) map[corev1.PodConditionType]core
 		m[c.Type] = c
 	}
 	return m
-}
-
-// sortedNames is a helper for stable messages.
-func sortedNames(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -41,6 +41,10 @@ func (p *provider) GetContainerLogs(ctx context.Context, namespace, podName, con
 	}
 	path := c.logPath
 	proc := c.proc
+	waiting := ""
+	if c.state.Waiting != nil {
+		waiting = c.state.Waiting.Reason
+	}
 	if opts.Previous {
 		path, proc = c.prevLog, nil
 	}
@@ -49,7 +53,8 @@ func (p *provider) GetContainerLogs(ctx context.Context, namespace, podName, con
 		if opts.Previous {
 			return nil, errdefs.InvalidInputf("previous terminated container %q in pod %q not found", containerName, podName)
 		}
-		return io.NopCloser(&emptyReader{}), nil
+		// As the kubelet answers for a container that never ran.
+		return nil, errdefs.InvalidInputf("container %q in pod %q is waiting to start: %s", containerName, podName, waiting)
 	}
 	lo := container.LogOptions{Tail: -1, Timestamps: opts.Timestamps, LimitBytes: int64(opts.LimitBytes), Follow: opts.Follow && proc != nil}
 	if opts.Tail > 0 {
@@ -89,10 +94,6 @@ func (p *provider) GetContainerLogs(ctx context.Context, namespace, podName, con
 	}()
 	return &cancelReader{PipeReader: pr, cancel: cancel}, nil
 }
-
-type emptyReader struct{}
-
-func (*emptyReader) Read([]byte) (int, error) { return 0, io.EOF }
 
 // cancelReader stops the log reader when the HTTP handler closes it.
 type cancelReader struct {

@@ -18,16 +18,16 @@ func withVKLogger(ctx context.Context, l *slog.Logger) context.Context {
 // Info level about routine work; it is demoted to Debug.
 type vkLogger struct{ l *slog.Logger }
 
-func (v vkLogger) Debug(a ...any)                 { v.l.Debug(fmt.Sprint(a...)) }
-func (v vkLogger) Debugf(f string, a ...any)      { v.l.Debug(fmt.Sprintf(f, a...)) }
-func (v vkLogger) Info(a ...any)                  { v.l.Debug(fmt.Sprint(a...)) }
-func (v vkLogger) Infof(f string, a ...any)       { v.l.Debug(fmt.Sprintf(f, a...)) }
-func (v vkLogger) Warn(a ...any)                  { v.l.Warn(fmt.Sprint(a...)) }
-func (v vkLogger) Warnf(f string, a ...any)       { v.l.Warn(fmt.Sprintf(f, a...)) }
-func (v vkLogger) Error(a ...any)                 { v.l.Error(fmt.Sprint(a...)) }
-func (v vkLogger) Errorf(f string, a ...any)      { v.l.Error(fmt.Sprintf(f, a...)) }
-func (v vkLogger) Fatal(a ...any)                 { v.l.Error(fmt.Sprint(a...)) }
-func (v vkLogger) Fatalf(f string, a ...any)      { v.l.Error(fmt.Sprintf(f, a...)) }
+func (v vkLogger) Debug(a ...any)            { v.l.Debug(fmt.Sprint(a...)) }
+func (v vkLogger) Debugf(f string, a ...any) { v.l.Debug(fmt.Sprintf(f, a...)) }
+func (v vkLogger) Info(a ...any)             { v.l.Debug(fmt.Sprint(a...)) }
+func (v vkLogger) Infof(f string, a ...any)  { v.l.Debug(fmt.Sprintf(f, a...)) }
+func (v vkLogger) Warn(a ...any)             { v.l.Warn(fmt.Sprint(a...)) }
+func (v vkLogger) Warnf(f string, a ...any)  { v.l.Warn(fmt.Sprintf(f, a...)) }
+func (v vkLogger) Error(a ...any)            { v.l.Error(fmt.Sprint(a...)) }
+func (v vkLogger) Errorf(f string, a ...any) { v.l.Error(fmt.Sprintf(f, a...)) }
+func (v vkLogger) Fatal(a ...any)            { v.l.Error(fmt.Sprint(a...)) }
+func (v vkLogger) Fatalf(f string, a ...any) { v.l.Error(fmt.Sprintf(f, a...)) }
 func (v vkLogger) WithField(k string, val any) vklog.Logger {
 	return vkLogger{l: v.l.With(k, val)}
 }

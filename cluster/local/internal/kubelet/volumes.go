@@ -429,11 +429,11 @@ func hostPathVolume(hp *corev1.HostPathVolumeSource) (string, error) {
 		}
 		m := st.Mode()
 		ok := map[corev1.HostPathType]bool{
-			corev1.HostPathDirectory:   m.IsDir(),
-			corev1.HostPathFile:        m.IsRegular(),
-			corev1.HostPathSocket:      m&fs.ModeSocket != 0,
-			corev1.HostPathCharDev:     m&fs.ModeCharDevice != 0,
-			corev1.HostPathBlockDev:    m&fs.ModeDevice != 0 && m&fs.ModeCharDevice == 0,
+			corev1.HostPathDirectory: m.IsDir(),
+			corev1.HostPathFile:      m.IsRegular(),
+			corev1.HostPathSocket:    m&fs.ModeSocket != 0,
+			corev1.HostPathCharDev:   m&fs.ModeCharDevice != 0,
+			corev1.HostPathBlockDev:  m&fs.ModeDevice != 0 && m&fs.ModeCharDevice == 0,
 		}[t]
 		if !ok {
 			return "", fmt.Errorf("hostPath type check failed: %s is not a %s", p, t)

@@ -423,6 +423,12 @@ func (n *Network) Partition(ctx context.Context, name string, a, b []netip.Addr)
 	if err != nil {
 		return err
 	}
+	return n.addPartition(ctx, p)
+}
+
+// addPartition records p and applies it to the sandboxes it involves.
+func (n *Network) addPartition(ctx context.Context, p partition) error {
+	name := p.name
 	n.mu.Lock()
 	if n.closed {
 		n.mu.Unlock()
@@ -444,6 +450,24 @@ func (n *Network) Partition(ctx context.Context, name string, a, b []netip.Addr)
 // involves reports whether a sandbox with address ip gets rules for p.
 func (p partition) involves(ip netip.Addr) bool {
 	return slices.Contains(p.a, ip) || slices.Contains(p.b, ip)
+}
+
+// PartitionHostPorts drops TCP traffic between the pods at addresses pods and the
+// host (the gateway) on the given host ports only, in both directions, until
+// Heal(name). Cutting pods off from the API server this way keeps the kubelet's
+// probes (which come from the host on the pods' own ports) working, as on a real
+// node where the kubelet is local.
+func (n *Network) PartitionHostPorts(ctx context.Context, name string, pods []netip.Addr, ports []uint16) error {
+	if len(ports) == 0 {
+		return fmt.Errorf("podnet: partition %q: no ports: use Partition to cut all traffic", name)
+	}
+	p, err := newPartition(n.cfg.CIDR, name, pods, []netip.Addr{n.Gateway()})
+	if err != nil {
+		return err
+	}
+	p.ports = slices.Sorted(slices.Values(ports))
+	p.ports = slices.Compact(p.ports)
+	return n.addPartition(ctx, p)
 }
 
 // Heal removes the partition called name.

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -44,6 +45,9 @@ const (
 type partition struct {
 	name string
 	a, b []netip.Addr
+	// ports, when set, limits the partition to TCP connections to these ports
+	// of the peers (used between pods and the host: PartitionHostPorts).
+	ports []uint16
 }
 
 // peersOf returns the addresses ip must not talk to under p.
@@ -147,24 +151,37 @@ func (s ruleState) renderPartitions(w *renderer, ip netip.Addr) {
 	type rule struct {
 		name  string
 		peers []netip.Addr
+		ports []uint16
 	}
 	var rules []rule
 	for _, p := range s.partitions {
 		if peers := p.peersOf(ip); len(peers) > 0 {
-			rules = append(rules, rule{p.name, peers})
+			rules = append(rules, rule{p.name, peers, p.ports})
 		}
 	}
 	if len(rules) > 0 {
-		for _, hook := range []struct{ chain, dir string }{{"input", "saddr"}, {"output", "daddr"}} {
+		for _, hook := range []struct{ chain, dir, port string }{{"input", "saddr", "sport"}, {"output", "daddr", "dport"}} {
 			fmt.Fprintf(w, "\tchain %s {\n", hook.chain)
 			fmt.Fprintf(w, "\t\ttype filter hook %s priority -10; policy accept;\n", hook.chain)
 			for _, r := range rules {
-				fmt.Fprintf(w, "\t\tip %s { %s } counter drop comment \"partition %s\"\n", hook.dir, joinAddrs(r.peers), r.name)
+				ports := ""
+				if len(r.ports) > 0 {
+					ports = fmt.Sprintf(" tcp %s { %s }", hook.port, joinPorts(r.ports))
+				}
+				fmt.Fprintf(w, "\t\tip %s { %s }%s counter drop comment \"partition %s\"\n", hook.dir, joinAddrs(r.peers), ports, r.name)
 			}
 			w.WriteString("\t}\n")
 		}
 	}
 	w.WriteString("}\n")
+}
+
+func joinPorts(ports []uint16) string {
+	s := make([]string, len(ports))
+	for i, p := range ports {
+		s[i] = strconv.Itoa(int(p))
+	}
+	return strings.Join(s, ", ")
 }
 
 func joinAddrs(addrs []netip.Addr) string {

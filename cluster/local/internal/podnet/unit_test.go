@@ -42,6 +42,13 @@ func TestRenderGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	withPartitions.partitions = []partition{p2, p1}
+	withHostPorts := base
+	p3, err := newPartition(base.cidr, "api-only", []netip.Addr{ip("10.251.7.2")}, []netip.Addr{ip("10.251.7.1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p3.ports = []uint16{443, 6443}
+	withHostPorts.partitions = []partition{p3}
 	noSvcCIDR := base
 	noSvcCIDR.svcCIDR = netip.Prefix{}
 
@@ -59,6 +66,7 @@ func TestRenderGolden(t *testing.T) {
 		{"partitions-side-a.nft", withPartitions, ip("10.251.7.2"), tPartitions, false},
 		{"partitions-both.nft", withPartitions, ip("10.251.7.3"), tPartitions, false},
 		{"partitions-uninvolved.nft", withPartitions, ip("10.251.7.9"), tPartitions, false},
+		{"partitions-host-ports.nft", withHostPorts, ip("10.251.7.2"), tPartitions, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.golden, func(t *testing.T) {
