@@ -121,6 +121,17 @@ func Create(ctx context.Context, opts Options) (c *Cluster, err error) {
 		binCh <- binResult{b, err}
 	}()
 
+	unlockHost, err := lockHost(ctx)
+	if err != nil {
+		<-binCh
+		return nil, err
+	}
+	hostLocked := true
+	defer func() {
+		if hostLocked {
+			unlockHost()
+		}
+	}()
 	info, err := reserve(opts)
 	if err != nil {
 		<-binCh
@@ -142,6 +153,9 @@ func Create(ctx context.Context, opts Options) (c *Cluster, err error) {
 		<-binCh
 		return c, fmt.Errorf("local: pod network: %w", err)
 	}
+	// The bridge now holds the CIDR's gateway address: other clusters see it.
+	unlockHost()
+	hostLocked = false
 	gw := c.net.Gateway()
 	c.info.Bridge = c.net.BridgeName()
 	if err := writeInfo(c.info); err != nil {
@@ -249,8 +263,9 @@ func loadMapping(opts Options) (*images.Mapping, error) {
 	return m, nil
 }
 
-// reserve picks a pod CIDR under the state-root lock, creates the cluster folder
-// and records the owner, so a concurrent Create never takes the same name or CIDR.
+// reserve picks a pod CIDR under the state-root lock (the caller also holds the
+// host-wide lock until the bridge exists), creates the cluster folder and records
+// the owner, so a concurrent Create never takes the same name or CIDR.
 func reserve(opts Options) (Info, error) {
 	unlock, err := lockRoot(opts.StateRoot)
 	if err != nil {
