@@ -1,0 +1,234 @@
+// Package model is the vocabulary every stage of a campaign shares: the desired
+// state declared, the system state observed (a snapshot), the transition between
+// two states that oracles judge, and the findings they report. It holds data and
+// pure helpers only; every package may import it, it imports none of them.
+//
+// Objects are kept as unstructured JSON maps so a snapshot of any operator's
+// resources can be recorded, diffed and re-judged offline (record first, judge later).
+package model
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"sort"
+	"strings"
+	"time"
+)
+
+// ObjectKey identifies a Kubernetes object.
+type ObjectKey struct {
+	Group     string `json:"group,omitempty"`
+	Version   string `json:"version"`
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+}
+
+// String is "group/version/Kind/namespace/name" (empty group and namespace kept as
+// empty segments), the key of Snapshot.Objects.
+func (k ObjectKey) String() string {
+	return strings.Join([]string{k.Group, k.Version, k.Kind, k.Namespace, k.Name}, "/")
+}
+
+// ParseObjectKey is the inverse of ObjectKey.String; ok is false for a malformed key.
+func ParseObjectKey(s string) (ObjectKey, bool) {
+	p := strings.Split(s, "/")
+	if len(p) != 5 || p[1] == "" || p[2] == "" || p[4] == "" {
+		return ObjectKey{}, false
+	}
+	return ObjectKey{Group: p[0], Version: p[1], Kind: p[2], Namespace: p[3], Name: p[4]}, true
+}
+
+// Object is one recorded object, as the API server returned it (unstructured).
+type Object = map[string]any
+
+// Event is one Kubernetes Event about an object in the test namespace.
+type Event struct {
+	Time    time.Time `json:"time"`
+	Type    string    `json:"type"` // Normal or Warning
+	Reason  string    `json:"reason"`
+	Message string    `json:"message"`
+	Object  string    `json:"object"` // ObjectKey.String() of the involved object
+	Count   int32     `json:"count,omitempty"`
+}
+
+// Snapshot is the system state S(i): every object in the test namespace (and the
+// cluster-scoped objects the CR owns), the events and operator log since the
+// previous snapshot, and system-internal samples from monitors.
+type Snapshot struct {
+	Taken time.Time `json:"taken"`
+	// Objects by ObjectKey.String(). The CR under test is among them.
+	Objects map[string]Object `json:"objects"`
+	// CR is the key of the custom resource under test in Objects.
+	CR          string  `json:"cr"`
+	Events      []Event `json:"events,omitempty"`
+	OperatorLog string  `json:"operatorLog,omitempty"`
+	// Monitors holds system-internal samples keyed by monitor name (e.g. "valkey":
+	// per-pod ROLE, replication and CONFIG GET), as JSON-compatible values.
+	Monitors map[string]any `json:"monitors,omitempty"`
+}
+
+// CRObject returns the custom resource under test, or nil.
+func (s *Snapshot) CRObject() Object {
+	if s == nil {
+		return nil
+	}
+	return s.Objects[s.CR]
+}
+
+// Keys returns the snapshot's object keys, sorted.
+func (s *Snapshot) Keys() []string {
+	keys := make([]string, 0, len(s.Objects))
+	for k := range s.Objects {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// StepKind says why a step happened.
+type StepKind string
+
+// Step kinds.
+const (
+	// StepSeed declares the seed CR D0 on a fresh system (reaching S0).
+	StepSeed StepKind = "seed"
+	// StepApply declares a new desired state D(i) from a test case.
+	StepApply StepKind = "apply"
+	// StepRecreate deletes and re-creates the CR with D(i) (changes a CEL transition rule forbids).
+	StepRecreate StepKind = "recreate"
+	// StepRollback re-declares D(i-1) after an alarm (recovery oracle).
+	StepRollback StepKind = "rollback"
+	// StepFault injects or removes faults on a converged system (D unchanged).
+	StepFault StepKind = "fault"
+	// StepDifferential declares D(i) from S0 on a fresh namespace or cluster.
+	StepDifferential StepKind = "differential"
+)
+
+// Fault is one fault injected during a step, as recorded.
+type Fault struct {
+	// Kind names the fault ("container-crash", "pod-kill", "pod-failure", "partition", "operator-crash", …).
+	Kind string `json:"kind"`
+	// Targets are what it hit (pod names, "operator", "primary").
+	Targets []string `json:"targets,omitempty"`
+	// Persistent faults hold while the next desired state is declared.
+	Persistent bool      `json:"persistent,omitempty"`
+	Injected   time.Time `json:"injected"`
+	Removed    time.Time `json:"removed,omitempty"`
+	// Unsupported is set when the back end cannot inject it (reported, never skipped silently).
+	Unsupported string `json:"unsupported,omitempty"`
+}
+
+// Step is one recorded state transition of a worker's sequence.
+type Step struct {
+	Worker int      `json:"worker"`
+	Index  int      `json:"index"`
+	Kind   StepKind `json:"kind"`
+	// TestCase is the inputgen test case this step executes, if any.
+	TestCase string `json:"testCase,omitempty"`
+	// Misoperation marks a semantically wrong but schema-valid desired state.
+	Misoperation bool `json:"misoperation,omitempty"`
+	// Changed lists the CR property paths that differ from the previous desired state.
+	Changed []string `json:"changed,omitempty"`
+	// Desired is D(i), the CR as declared (metadata name/namespace, spec).
+	Desired Object  `json:"desired"`
+	Faults  []Fault `json:"faults,omitempty"`
+	Started time.Time `json:"started"`
+	// Converged is when the system stopped changing; zero when it timed out.
+	Converged time.Time `json:"converged,omitempty"`
+	TimedOut  bool      `json:"timedOut,omitempty"`
+	// Snapshot is the snapshot's path relative to the results folder.
+	Snapshot string `json:"snapshot,omitempty"`
+}
+
+// ConvergeTime is how long the step took to converge (0 if it timed out).
+func (s *Step) ConvergeTime() time.Duration {
+	if s.Converged.IsZero() {
+		return 0
+	}
+	return s.Converged.Sub(s.Started)
+}
+
+// ID names the step in results and messages: "w<worker>/s<index>".
+func (s *Step) ID() string { return "w" + itoa(s.Worker) + "/s" + itoa(s.Index) }
+
+// Transition is what an oracle judges: from (PrevDesired, Prev) to (Desired, Curr).
+type Transition struct {
+	Step        *Step
+	PrevDesired Object
+	Desired     Object
+	Prev        *Snapshot
+	Curr        *Snapshot
+	// Stability holds snapshots sampled during the stability window after convergence.
+	Stability []*Snapshot
+	// Reference is the state reached by declaring Desired from S0 (differential oracle).
+	Reference *Snapshot
+	// Masks are field paths known to vary across runs (learned by calibration).
+	Masks []string
+}
+
+// Severity ranks findings.
+type Severity string
+
+// Severities.
+const (
+	SeverityError   Severity = "error"
+	SeverityWarning Severity = "warning"
+)
+
+// Evidence is one fact behind a finding.
+type Evidence struct {
+	// Object is the ObjectKey.String() concerned, if any.
+	Object string `json:"object,omitempty"`
+	// Path is a field path (e.g. "spec.replicas" or "spec.template.spec.containers[0].image").
+	Path     string `json:"path,omitempty"`
+	Expected any    `json:"expected,omitempty"`
+	Actual   any    `json:"actual,omitempty"`
+	// Detail is free text: a log line, an event message, a condition.
+	Detail string `json:"detail,omitempty"`
+}
+
+// Finding is one alarm raised by an oracle on a transition.
+type Finding struct {
+	Oracle   string   `json:"oracle"`
+	Severity Severity `json:"severity"`
+	// Signature groups duplicates: the same bug seen on many steps has one signature.
+	Signature string     `json:"signature"`
+	Summary   string     `json:"summary"`
+	Evidence  []Evidence `json:"evidence,omitempty"`
+	// Step is Step.ID() of the transition judged.
+	Step string `json:"step"`
+	// Misoperation is copied from the step: reported apart from bugs.
+	Misoperation bool `json:"misoperation,omitempty"`
+}
+
+// Signature derives a stable signature from an oracle name and the parts that
+// identify a bug (paths, kinds, reasons — never values that change run to run).
+func Signature(oracle string, parts ...string) string {
+	ps := append([]string(nil), parts...)
+	sort.Strings(ps)
+	h := sha256.Sum256([]byte(oracle + "\x00" + strings.Join(ps, "\x00")))
+	return oracle + "-" + hex.EncodeToString(h[:6])
+}
+
+func itoa(i int) string {
+	if i == 0 {
+		return "0"
+	}
+	neg := i < 0
+	if neg {
+		i = -i
+	}
+	var b [20]byte
+	n := len(b)
+	for i > 0 {
+		n--
+		b[n] = byte('0' + i%10)
+		i /= 10
+	}
+	if neg {
+		n--
+		b[n] = '-'
+	}
+	return string(b[n:])
+}
