@@ -94,6 +94,11 @@ type Process struct {
 	startedAt time.Time
 	pidPath   string
 	mntNS     nsID // the container's mount namespace, to find all its processes
+	// nsFile holds the mount namespace open from Start until the last sweep: a
+	// namespace that is held cannot be freed, so its inode number cannot be reused by
+	// a new container's namespace while a sweep still matches processes against it.
+	nsMu   sync.RWMutex
+	nsFile *os.File
 
 	// What Exec needs to run a command as the container does.
 	env     []string
@@ -232,7 +237,7 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 	pid := cmd.Process.Pid
 	// The shim is in its new mount namespace already and waits for its
 	// configuration, so this cannot race with its exit.
-	mntNS, nsErr := namespaceOf(pid, "mnt")
+	nsFile, mntNS, nsErr := holdNamespace(pid, "mnt")
 
 	p := &Process{
 		id:      spec.ID,
@@ -241,6 +246,7 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 		env:     spec.Env,
 		workDir: spec.WorkingDir,
 		mntNS:   mntNS,
+		nsFile:  nsFile,
 		done:    make(chan struct{}),
 	}
 	if p.workDir == "" {
@@ -250,6 +256,7 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 
 	// abort kills and reaps a shim that did not get to exec the program.
 	abort := func(cause error) (*Process, error) {
+		defer p.releaseNamespace()
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
@@ -349,9 +356,8 @@ func (p *Process) reap(cmd *exec.Cmd, copied *copying, logs *logFile) {
 	// Like a pod container whose PID 1 ends: nothing of it outlives the program.
 	// Every process of the container shares its mount namespace (exec'd commands
 	// included, whatever their process group).
-	if !p.mntNS.zero() {
-		killNamespace(p.mntNS)
-	}
+	p.sweep()
+	p.releaseNamespace()
 	copied.finish(drainTimeout)
 	logs.close()
 	_ = os.Remove(p.pidPath)
@@ -526,8 +532,25 @@ func (p *Process) kill() {
 	p.mu.Lock()
 	_ = p.signalLocked(syscall.SIGKILL)
 	p.mu.Unlock()
-	if !p.mntNS.zero() {
+	p.sweep()
+}
+
+// sweep kills every process in the container's mount namespace, while it is held.
+func (p *Process) sweep() {
+	p.nsMu.RLock()
+	defer p.nsMu.RUnlock()
+	if p.nsFile != nil && !p.mntNS.zero() {
 		killNamespace(p.mntNS)
+	}
+}
+
+// releaseNamespace drops the hold on the mount namespace (after the last sweep).
+func (p *Process) releaseNamespace() {
+	p.nsMu.Lock()
+	defer p.nsMu.Unlock()
+	if p.nsFile != nil {
+		_ = p.nsFile.Close()
+		p.nsFile = nil
 	}
 }
 
@@ -608,6 +631,21 @@ func init() {
 type nsID struct{ dev, ino uint64 }
 
 func (n nsID) zero() bool { return n == nsID{} }
+
+// holdNamespace opens a process's namespace so it outlives the process while the
+// file is open, and returns its identity.
+func holdNamespace(pid int, kind string) (*os.File, nsID, error) {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/ns/" + kind)
+	if err != nil {
+		return nil, nsID{}, err
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		f.Close()
+		return nil, nsID{}, err
+	}
+	return f, nsID{dev: st.Dev, ino: st.Ino}, nil
+}
 
 func namespaceOf(pid int, kind string) (nsID, error) {
 	var st syscall.Stat_t

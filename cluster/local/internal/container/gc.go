@@ -49,8 +49,9 @@ func KillRecorded(root string, timeout time.Duration) (int, error) {
 		}
 		if alive {
 			killed++
-			if ns, err := namespaceOf(pid, "mnt"); err == nil {
+			if f, ns, err := holdNamespace(pid, "mnt"); err == nil {
 				killNamespace(ns)
+				f.Close()
 			}
 		}
 		if err := pidfile.Kill(path, timeout); err != nil {
