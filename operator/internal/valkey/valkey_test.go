@@ -118,6 +118,10 @@ func TestFailoverCommand(t *testing.T) {
 	b := start(t, "--replica-announce-ip", "127.0.0.1")
 	do(t, p, b, valkey.CmdReplicaOf("127.0.0.1", a.Port)...)
 	waitFor(t, "B linked", func() bool { return info(t, p, b).MasterLinkUp })
+	// FAILOVER TO needs the primary's own view of the replica to be online (after its first ACK).
+	waitFor(t, "A sees B online", func() bool {
+		return strings.Contains(do(t, p, a, "INFO", "replication").Str, "state=online")
+	})
 	do(t, p, a, "SET", "x", "1")
 	do(t, p, a, valkey.CmdFailover("127.0.0.1", b.Port, 5*time.Second)...)
 	waitFor(t, "roles swapped", func() bool {
