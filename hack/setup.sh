@@ -2,13 +2,16 @@
 # Installs what Gauntlet needs on a fresh Debian machine, once; prints what it does.
 # - a Valkey server: valkey-server if the distribution has it, else redis-server 7.x
 #   (same protocol and commands), installed without starting a system service;
-# - nftables (pod network rules), iproute2 and util-linux (nsenter).
+# - nftables (pod network rules), iproute2 and util-linux (nsenter);
+# - chromium, for the test that renders report.html headless.
 set -euo pipefail
 need=()
 command -v valkey-server >/dev/null 2>&1 || command -v redis-server >/dev/null 2>&1 || need+=(server)
 command -v nft >/dev/null 2>&1 || need+=(nftables)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
+# Headless Chromium checks report.html in the tests (not needed to run campaigns).
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if [[ ${#need[@]} -eq 0 ]]; then
   echo "setup: system packages present" >&2
   exit 0
@@ -18,7 +21,7 @@ if [[ $(id -u) -ne 0 ]]; then
   exit 1
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
-  echo "setup: missing ${need[*]} and no apt-get here: install valkey-server (or redis-server), nftables, iproute2 and util-linux by hand" >&2
+  echo "setup: missing ${need[*]} and no apt-get here: install valkey-server (or redis-server), nftables, iproute2, util-linux and chromium by hand" >&2
   exit 1
 fi
 echo "setup: apt-get update (once)..." >&2

@@ -1,0 +1,615 @@
+package campaign
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/gauntlet-dev/gauntlet/inputgen"
+	"github.com/gauntlet-dev/gauntlet/model"
+	"github.com/gauntlet-dev/gauntlet/oracles"
+	"github.com/gauntlet-dev/gauntlet/targets"
+)
+
+// ErrNoJournal is returned by a resume when the folder holds no journal.
+var ErrNoJournal = errors.New("no journal.jsonl in the results folder: --resume needs the folder of a campaign that was started")
+
+// Plan generates the target's plan with inputgen and keeps the test cases the
+// target's property restriction wants.
+func Plan(ctx context.Context, t *targets.Target, seed int64) (*inputgen.Plan, error) {
+	s, err := t.Schema()
+	if err != nil {
+		return nil, err
+	}
+	pool := inputgen.NewPool()
+	for path, vals := range t.Values {
+		for _, v := range vals {
+			pool.Add(path, v, inputgen.SourceTarget)
+		}
+	}
+	g, err := inputgen.NewGenerator(s, t.Seed, inputgen.Options{Seed: seed, Examples: t.Examples, Pool: pool, Dependencies: t.Dependencies, PodLabels: t.PodLabels})
+	if err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	p, err := g.Plan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	return p, nil
+}
+
+// caseCost estimates how many desired states a test case declares.
+func caseCost(tc *inputgen.TestCase) int {
+	n := len(tc.Steps)
+	if len(tc.Setup) > 0 {
+		n++
+	}
+	if n == 0 {
+		n = 1
+	}
+	return n
+}
+
+// Partition splits test cases over n workers so their planned steps balance
+// (largest first onto the least loaded worker, ties to the lowest index), keeping
+// plan order within each worker. It is deterministic.
+func Partition(cases []*inputgen.TestCase, n int) [][]string {
+	if n <= 0 {
+		n = 1
+	}
+	idx := make([]int, len(cases))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return caseCost(cases[idx[a]]) > caseCost(cases[idx[b]]) })
+	load := make([]int, n)
+	owner := make([]int, len(cases))
+	for _, i := range idx {
+		w := 0
+		for j := 1; j < n; j++ {
+			if load[j] < load[w] {
+				w = j
+			}
+		}
+		owner[i] = w
+		load[w] += caseCost(cases[i])
+	}
+	out := make([][]string, n)
+	for i, tc := range cases {
+		out[owner[i]] = append(out[owner[i]], tc.ID)
+	}
+	return out
+}
+
+// selectCases keeps the wanted test cases in plan order until maxSteps planned steps.
+func selectCases(p *inputgen.Plan, t *targets.Target, maxSteps int, keep func(*inputgen.TestCase) bool) []*inputgen.TestCase {
+	var out []*inputgen.TestCase
+	total := 0
+	for _, tc := range p.TestCases {
+		if !t.WantsProperty(tc.Property) || (keep != nil && !keep(tc)) {
+			continue
+		}
+		if maxSteps > 0 && total+caseCost(tc) > maxSteps && total > 0 {
+			continue
+		}
+		out = append(out, tc)
+		total += caseCost(tc)
+	}
+	return out
+}
+
+// Run executes (or, with Config.Resume, continues) a campaign and writes its results folder.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	cfg = cfg.withDefaults()
+	if cfg.Target == nil || cfg.Provider == nil {
+		return nil, errors.New("campaign: Config.Target and Config.Provider are required")
+	}
+	began := time.Now()
+	dir := cfg.OutDir
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("results folder: %w", err)
+	}
+	jpath := filepath.Join(dir, "journal.jsonl")
+	if cfg.Resume {
+		if _, err := os.Stat(jpath); err != nil {
+			return nil, fmt.Errorf("%s: %w", dir, ErrNoJournal)
+		}
+	} else if _, err := os.Stat(jpath); err == nil {
+		return nil, fmt.Errorf("results folder %s already holds a campaign: resume it with --resume, or choose another --out", dir)
+	}
+	j, recs, err := OpenJournal(jpath)
+	if err != nil {
+		return nil, err
+	}
+	defer j.Close()
+
+	var plan *inputgen.Plan
+	var start *StartRecord
+	var ws []WorkerState
+	if cfg.Resume {
+		if start, ws, err = Replay(recs); err != nil {
+			return nil, err
+		}
+		if plan, err = inputgen.ReadPlanFile(filepath.Join(dir, "plan.json")); err != nil {
+			return nil, fmt.Errorf("resume: %w", err)
+		}
+		cfg.Seed, cfg.Workers = start.Seed, start.Workers
+	} else {
+		if plan, err = Plan(ctx, cfg.Target, cfg.Seed); err != nil {
+			return nil, err
+		}
+		cases := selectCases(plan, cfg.Target, cfg.MaxSteps, cfg.CaseFilter)
+		if len(cases) == 0 {
+			return nil, fmt.Errorf("campaign: the plan has no test case for properties %v: check the target's properties", cfg.Target.Properties)
+		}
+		if cfg.Workers > len(cases) {
+			cfg.Workers = len(cases)
+		}
+		planned := 0
+		for _, tc := range cases {
+			planned += caseCost(tc)
+		}
+		start = &StartRecord{Target: cfg.Target.Source, Seed: cfg.Seed, Workers: cfg.Workers, MaxSteps: cfg.MaxSteps, GoTests: cfg.GoTests,
+			Properties: cfg.Target.Properties, Assignments: Partition(cases, cfg.Workers), Planned: planned}
+		f, err := os.Create(filepath.Join(dir, "plan.json"))
+		if err != nil {
+			return nil, fmt.Errorf("write plan: %w", err)
+		}
+		err = plan.WriteJSON(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, fmt.Errorf("write plan: %w", err)
+		}
+		if err := j.Append(Record{Type: RecStart, Start: start}); err != nil {
+			return nil, err
+		}
+		ws = make([]WorkerState, cfg.Workers)
+		for i := range ws {
+			ws[i].Worker = i
+		}
+	}
+
+	r := &runner{cfg: cfg, target: cfg.Target, journal: j, dir: dir, base: plan.Base, lastAppend: new(atomic.Int64)}
+	r.oracles = append(append([]oracles.Oracle{}, cfg.Oracles...), cfg.Target.Oracles...)
+	for _, rec := range recs {
+		if rec.Type == RecCalibration {
+			r.masks = rec.Masks
+		}
+	}
+	res := &Result{Dir: dir, Target: cfg.Target.Name, Seed: cfg.Seed, Workers: cfg.Workers, Started: began.UTC(), Planned: start.Planned}
+
+	// Clusters: one per worker (or one shared), torn down at the end.
+	envs, setup, err := r.startEnvs(ctx, cfg.Workers, runTag(dir, len(recs)))
+	defer func() {
+		for _, e := range uniqueEnvs(envs) {
+			e.kube.stop()
+			if derr := e.cluster.Delete(context.WithoutCancel(ctx)); derr != nil {
+				cfg.Logger.Warn("delete cluster", "cluster", e.cluster.Name(), "err", derr)
+			}
+		}
+	}()
+	if err != nil {
+		return nil, err
+	}
+	res.Bench.SetupSeconds = setup.Seconds()
+
+	prog := newProgress(cfg, start.Planned)
+	for _, w := range ws {
+		if w.Last != nil {
+			prog.done.Add(int64(countApply(recs, w.Worker)))
+		}
+	}
+	prog.alarms.Store(int64(countAlarms(recs)))
+	stopProg := prog.start()
+	g, gctx := errgroup.WithContext(ctx)
+	for w := range ws {
+		if ws[w].Done {
+			continue
+		}
+		g.Go(func() error { return r.runWorker(gctx, envs[w], w, plan, start.Assignments[w], ws[w], prog) })
+	}
+	err = g.Wait()
+	stopProg()
+	if err != nil {
+		return nil, err
+	}
+
+	// Calibration, differential re-runs.
+	recs, _, err = ReadJournal(jpath)
+	if err != nil {
+		return nil, err
+	}
+	if !cfg.NoDifferential {
+		if err := r.differential(ctx, envs, recs); err != nil {
+			return nil, err
+		}
+		if recs, _, err = ReadJournal(jpath); err != nil {
+			return nil, err
+		}
+	}
+	res.Masks = r.masks
+	collect(res, recs)
+	group(res)
+	if !cfg.NoMinimize {
+		r.minimizeGroups(ctx, envs[0], res, recs)
+	}
+	res.Finished = time.Now().UTC()
+	bench(res, time.Since(began))
+	if err := r.writeAlarms(res); err != nil {
+		return nil, err
+	}
+	if cfg.Report != nil {
+		if err := cfg.Report(dir, res); err != nil {
+			return nil, fmt.Errorf("reports: %w", err)
+		}
+	} else if err := writeJSON(filepath.Join(dir, "summary.json"), res); err != nil {
+		return nil, err
+	}
+	if err := j.Append(Record{Type: RecEnd}); err != nil {
+		return nil, err
+	}
+	prog.final(res)
+	return res, nil
+}
+
+// runTag derives short, unique-per-attempt cluster and namespace prefixes.
+func runTag(dir string, attempt int) string {
+	abs, _ := filepath.Abs(dir)
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d\x00%d", abs, attempt, time.Now().UnixNano())))
+	return hex.EncodeToString(h[:3])
+}
+
+// startEnvs creates the clusters and deploys the operator on each, in parallel.
+func (r *runner) startEnvs(ctx context.Context, n int, tag string) ([]*env, time.Duration, error) {
+	t0 := time.Now()
+	count := n
+	if r.cfg.SharedCluster {
+		count = 1
+	}
+	made := make([]*env, count)
+	g, gctx := errgroup.WithContext(ctx)
+	for i := 0; i < count; i++ {
+		g.Go(func() error {
+			name := fmt.Sprintf("g%s-%d", tag, i)
+			c, err := r.cfg.Provider.Create(gctx, name)
+			if err != nil {
+				return fmt.Errorf("create cluster %s: %w", name, err)
+			}
+			k, err := newKube(c, r.cfg.Logger)
+			if err != nil {
+				_ = c.Delete(context.WithoutCancel(ctx))
+				return err
+			}
+			made[i] = &env{cluster: c, kube: k, prefix: fmt.Sprintf("g%d", i)}
+			stateDir, err := os.MkdirTemp("", "gauntlet-operator-")
+			if err != nil {
+				return err
+			}
+			if err := k.deploy(gctx, r.target, stateDir); err != nil {
+				return fmt.Errorf("cluster %s: deploy the operator: %w", name, err)
+			}
+			return nil
+		})
+	}
+	err := g.Wait()
+	envs := make([]*env, n)
+	for i := range envs {
+		envs[i] = made[i%count]
+	}
+	var live []*env
+	for _, e := range made {
+		if e != nil {
+			live = append(live, e)
+		}
+	}
+	if err != nil {
+		return live, 0, err
+	}
+	return envs, time.Since(t0), nil
+}
+
+func uniqueEnvs(envs []*env) []*env {
+	seen := map[*env]bool{}
+	var out []*env
+	for _, e := range envs {
+		if e != nil && !seen[e] {
+			seen[e] = true
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// runWorker executes one worker's test cases from its journal position.
+func (r *runner) runWorker(ctx context.Context, e *env, w int, plan *inputgen.Plan, cases []string, st WorkerState, prog *progress) error {
+	sess, err := r.newSession(ctx, e, fmt.Sprintf("w%d-", w))
+	if err != nil {
+		return err
+	}
+	defer sess.close(ctx)
+	// S0, or on resume the recorded state, re-reached by replaying D(i).
+	var prevD model.Object
+	var prevS *model.Snapshot
+	var prevID string
+	index := 0
+	cur := Cursor{}
+	var caseBase model.Object
+	if st.Last == nil {
+		rec, snap, err := sess.run(ctx, stepInput{worker: w, index: 0, kind: model.StepSeed, desired: plan.Base, cursor: cur})
+		if err != nil {
+			return err
+		}
+		prevD, prevS, prevID = plan.Base, snap, rec.ID()
+		index = 1
+		if rec.Alarm() {
+			prog.alarms.Add(1)
+		}
+	} else {
+		last := st.Last
+		prevD, prevID, cur, index, caseBase = last.Current, last.ID(), last.Cursor, last.Index+1, last.CaseBase
+		if _, _, _, err := sess.declare(ctx, plan.Base, false); err != nil && !errors.Is(err, ErrConvergenceTimeout) {
+			return fmt.Errorf("resume worker %d: re-reach S0: %w", w, err)
+		}
+		if !jsonEqual(prevD, plan.Base) {
+			if _, _, _, err := sess.declare(ctx, prevD, false); err != nil && !errors.Is(err, ErrConvergenceTimeout) {
+				return fmt.Errorf("resume worker %d: re-reach %s: %w", w, prevID, err)
+			}
+		}
+		sess.snapshot(ctx) // resets the events/log window
+		if prevS, err = loadSnapshot(filepath.Join(r.dir, last.Snapshot)); err != nil {
+			return fmt.Errorf("resume worker %d: %w", w, err)
+		}
+		r.cfg.Logger.Info("resumed worker", "worker", w, "after", prevID, "case", cur.Case, "state", cur.State)
+	}
+	for cur.Case < len(cases) {
+		tc := plan.TestCase(cases[cur.Case])
+		if tc == nil {
+			return fmt.Errorf("worker %d: test case %s is not in plan.json", w, cases[cur.Case])
+		}
+		if cur.State == 0 {
+			caseBase = prevD
+		}
+		states, err := tc.Apply(caseBase)
+		if err != nil {
+			r.cfg.Logger.Warn("test case does not apply; skipped", "case", tc.ID, "err", err)
+			cur = Cursor{Case: cur.Case + 1}
+			continue
+		}
+		if cur.State >= len(states) {
+			cur = Cursor{Case: cur.Case + 1}
+			continue
+		}
+		d := states[cur.State]
+		next := Cursor{Case: cur.Case, State: cur.State + 1}
+		if next.State >= len(states) {
+			next = Cursor{Case: cur.Case + 1}
+		}
+		kind := model.StepApply
+		if tc.Recreate {
+			kind = model.StepRecreate
+		}
+		in := stepInput{worker: w, index: index, kind: kind, testCase: tc.ID, misop: tc.Label == inputgen.Misoperation,
+			changed: changedPaths(prevD, d), desired: d, prevDesired: prevD, prev: prevS, recreate: tc.Recreate,
+			caseBase: caseBase, cursor: next, prevID: prevID}
+		alarm := false
+		if next.Case != cur.Case {
+			in.cursor = next
+		}
+		rec, snap, err := sess.run(ctx, in)
+		if err != nil {
+			return err
+		}
+		index++
+		prog.done.Add(1)
+		if rec.Alarm() || rec.TimedOut {
+			alarm = true
+			prog.alarms.Add(1)
+		}
+		if !alarm && jsonEqual(rec.Current, d) {
+			prevD, prevS, prevID = d, snap, rec.ID()
+			cur = next
+			continue
+		}
+		if !jsonEqual(rec.Current, d) {
+			// Rejected by the API server: the system still holds D(i-1).
+			cur = Cursor{Case: cur.Case + 1}
+			continue
+		}
+		// Error-state recovery: roll back to D(i-1) and require S(i-1); the test case's remaining
+		// states are skipped.
+		skip := Cursor{Case: cur.Case + 1}
+		rb, rsnap, err := sess.run(ctx, stepInput{worker: w, index: index, kind: model.StepRollback, testCase: tc.ID, misop: in.misop,
+			changed: changedPaths(d, prevD), desired: prevD, prevDesired: d, prev: snap, reference: prevS,
+			recreate: tc.Recreate, caseBase: caseBase, cursor: skip, prevID: rec.ID()})
+		if err != nil {
+			return err
+		}
+		index++
+		if rb.Alarm() {
+			prog.alarms.Add(1)
+		}
+		prevS, prevID = rsnap, rb.ID()
+		cur = skip
+	}
+	return r.journal.Append(Record{Type: RecWorkerDone, Worker: w})
+}
+
+func countApply(recs []Record, w int) int {
+	n := 0
+	for _, r := range recs {
+		if r.Type == RecStep && r.Step.Worker == w && (r.Step.Kind == model.StepApply || r.Step.Kind == model.StepRecreate) {
+			n++
+		}
+	}
+	return n
+}
+
+func countAlarms(recs []Record) int {
+	n := 0
+	for _, r := range recs {
+		if r.Step != nil && r.Step.Alarm() {
+			n++
+		}
+	}
+	return n
+}
+
+// collect fills the result's steps, findings, counts and covered properties from the journal.
+func collect(res *Result, recs []Record) {
+	covered := map[string]bool{}
+	for _, r := range recs {
+		if r.Step == nil || (r.Type != RecStep && r.Type != RecDifferential) {
+			continue
+		}
+		s := r.Step
+		res.Steps = append(res.Steps, s)
+		res.Findings = append(res.Findings, s.Findings...)
+		if s.Kind == model.StepApply || s.Kind == model.StepRecreate {
+			res.Done++
+			for _, c := range s.Changed {
+				covered[c] = true
+			}
+		}
+	}
+	for c := range covered {
+		res.Covered = append(res.Covered, c)
+	}
+	sort.Strings(res.Covered)
+}
+
+// group groups findings by signature; bugs first, misoperations apart, each in first-seen order.
+func group(res *Result) {
+	bySig := map[string]*AlarmGroup{}
+	var order []*AlarmGroup
+	for _, f := range res.Findings {
+		if f.Severity == model.SeverityWarning {
+			continue
+		}
+		key := f.Signature
+		if f.Misoperation {
+			key += "/misoperation"
+		}
+		g := bySig[key]
+		if g == nil {
+			g = &AlarmGroup{Signature: f.Signature, Oracle: f.Oracle, Summary: f.Summary, Misoperation: f.Misoperation}
+			bySig[key] = g
+			order = append(order, g)
+		}
+		g.Findings = append(g.Findings, f)
+		if len(g.Steps) == 0 || g.Steps[len(g.Steps)-1] != f.Step {
+			g.Steps = append(g.Steps, f.Step)
+		}
+	}
+	sort.SliceStable(order, func(i, j int) bool { return !order[i].Misoperation && order[j].Misoperation })
+	for i, g := range order {
+		g.ID = i + 1
+	}
+	res.Groups = order
+}
+
+// bench computes the throughput figures.
+func bench(res *Result, wall time.Duration) {
+	b := &res.Bench
+	b.WallSeconds = wall.Seconds()
+	var conv, over, snap, orc, jr, stab int64
+	for _, s := range res.Steps {
+		b.Transitions++
+		conv += s.Timing.Converge
+		over += s.Timing.Overhead
+		snap += s.Timing.Snapshot
+		orc += s.Timing.Oracles
+		jr += s.Timing.Journal
+		stab += s.Timing.Stability
+		if s.Timing.Overhead > b.MaxOverheadMs {
+			b.MaxOverheadMs = s.Timing.Overhead
+		}
+	}
+	if n := float64(b.Transitions); n > 0 {
+		b.MeanConvergeMs, b.MeanOverheadMs = float64(conv)/n, float64(over)/n
+		b.MeanSnapshotMs, b.MeanOraclesMs, b.MeanJournalMs, b.MeanStabilityMs = float64(snap)/n, float64(orc)/n, float64(jr)/n, float64(stab)/n
+	}
+	if wall > 0 {
+		b.TransitionsPerHour = float64(b.Transitions) / wall.Hours()
+	}
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}
+
+// progress prints live progress lines.
+type progress struct {
+	cfg     Config
+	planned int
+	done    atomic.Int64
+	alarms  atomic.Int64
+	began   time.Time
+	once    sync.Once
+}
+
+func newProgress(cfg Config, planned int) *progress {
+	return &progress{cfg: cfg, planned: planned, began: time.Now()}
+}
+
+func (p *progress) line() string {
+	done := p.done.Load()
+	el := time.Since(p.began).Round(time.Second)
+	eta := "?"
+	if done > 0 && int(done) < p.planned {
+		eta = (time.Duration(float64(time.Since(p.began)) / float64(done) * float64(int64(p.planned)-done))).Round(time.Second).String()
+	} else if int(done) >= p.planned {
+		eta = "0s"
+	}
+	return fmt.Sprintf("gauntlet: %d/%d steps, %d alarms, elapsed %s, ETA %s", done, p.planned, p.alarms.Load(), el, eta)
+}
+
+func (p *progress) start() func() {
+	if p.cfg.Quiet {
+		return func() {}
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(5 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				fmt.Fprintln(p.cfg.Progress, p.line())
+			}
+		}
+	}()
+	return func() { p.once.Do(func() { close(stop); <-done }) }
+}
+
+func (p *progress) final(res *Result) {
+	if p.cfg.Quiet {
+		return
+	}
+	fmt.Fprintf(p.cfg.Progress, "gauntlet: done: %d steps (%d transitions) in %s, %d alarm groups (%d misoperation groups), %.0f transitions/hour, overhead %.0f ms/step; results in %s\n",
+		res.Done, res.Bench.Transitions, time.Duration(res.Bench.WallSeconds*float64(time.Second)).Round(time.Second), res.Alarms(), len(res.Groups)-res.Alarms(),
+		res.Bench.TransitionsPerHour, res.Bench.MeanOverheadMs, res.Dir)
+}

@@ -1,0 +1,156 @@
+// Package campaign runs state-transition campaigns against an operator: it
+// plans test cases with inputgen, partitions them over workers (each with its
+// own cluster), drives every desired state with server-side apply, waits for
+// event-driven convergence, snapshots the namespace, judges each transition
+// with oracles, rolls back after alarms, re-runs desired states from S0 for the
+// differential oracle, minimizes alarms into confirmed reproducers, and
+// records everything in a results folder with an fsync'ed journal, so a
+// campaign killed with SIGKILL resumes where it stopped.
+package campaign
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/gauntlet-dev/gauntlet/cluster"
+	"github.com/gauntlet-dev/gauntlet/inputgen"
+	"github.com/gauntlet-dev/gauntlet/model"
+	"github.com/gauntlet-dev/gauntlet/oracles"
+	"github.com/gauntlet-dev/gauntlet/targets"
+)
+
+// Config configures Run. Zero values take the documented defaults.
+type Config struct {
+	// Target is the operator under test (required).
+	Target *targets.Target
+	// Provider creates one cluster per worker (required).
+	Provider cluster.Provider
+	// SharedCluster runs every worker in its own namespace of one cluster instead of one
+	// cluster per worker (less memory; the operator's log is then shared).
+	SharedCluster bool
+	// Workers is the number of parallel workers (default 1).
+	Workers int
+	// Seed fixes every random choice (plan generation and partitioning); recorded in the results.
+	Seed int64
+	// OutDir is the results folder (default "gauntlet-results").
+	OutDir string
+	// MaxSteps bounds the planned desired-state steps (0: the whole plan).
+	MaxSteps int
+	// CaseFilter, when set, keeps only the test cases it accepts (after the target's property
+	// restriction).
+	CaseFilter func(*inputgen.TestCase) bool
+	// Resume continues the campaign recorded in OutDir's journal.
+	Resume bool
+	// GoTests asks for a Go regression test per alarm group (when a writer is wired).
+	GoTests bool
+	// Oracles judge every transition; the target's custom oracles are added.
+	Oracles []oracles.Oracle
+	// LearnMasks learns masks from two snapshots of the same desired state reached on fresh
+	// namespaces (calibration); nil uses a structural diff of the two.
+	LearnMasks func(a, b *model.Snapshot) []string
+	// Monitor samples system-internal state into Snapshot.Monitors (optional).
+	Monitor func(ctx context.Context, c cluster.Cluster, namespace string) (map[string]any, error)
+	// Converge tunes convergence detection.
+	Converge ConvergeOptions
+	// Stability is the window after convergence in which the state must not change (default 2s).
+	Stability time.Duration
+	// NoDifferential skips differential re-runs; NoMinimize skips reproducer minimization.
+	NoDifferential bool
+	NoMinimize     bool
+	// Progress receives live progress lines unless Quiet (default: discarded).
+	Progress io.Writer
+	Quiet    bool
+	// Report, when set, writes the reports (summary.json, junit.xml, report.html, Go tests) into
+	// the results folder; without it Run writes summary.json itself.
+	Report func(dir string, r *Result) error
+	// Logger receives progress and diagnostics (default: discarded).
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.Workers <= 0 {
+		c.Workers = 1
+	}
+	if c.OutDir == "" {
+		c.OutDir = "gauntlet-results"
+	}
+	if c.Stability <= 0 {
+		c.Stability = 2 * time.Second
+	}
+	if c.Progress == nil {
+		c.Progress = io.Discard
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	c.Converge = c.Converge.withDefaults()
+	return c
+}
+
+// Result is what a campaign produced (also written as summary.json).
+type Result struct {
+	Dir      string    `json:"dir"`
+	Target   string    `json:"target"`
+	Seed     int64     `json:"seed"`
+	Workers  int       `json:"workers"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	// Planned and Done count desired-state steps (apply and recreate).
+	Planned int `json:"planned"`
+	Done    int `json:"done"`
+	// Steps are every recorded step, per worker in order, then differential steps.
+	Steps []*StepRecord `json:"-"`
+	// Findings are every finding of every step.
+	Findings []model.Finding `json:"findings,omitempty"`
+	// Groups are alarms grouped by signature (bugs and misoperations apart).
+	Groups []*AlarmGroup `json:"groups,omitempty"`
+	// Masks are the masks learned by calibration plus the target's ignored fields.
+	Masks []string `json:"masks,omitempty"`
+	// Covered lists the properties changed by executed test cases.
+	Covered []string `json:"covered,omitempty"`
+	Bench   Bench    `json:"bench"`
+}
+
+// Alarms counts the bug groups (misoperations excluded).
+func (r *Result) Alarms() int {
+	n := 0
+	for _, g := range r.Groups {
+		if !g.Misoperation {
+			n++
+		}
+	}
+	return n
+}
+
+// AlarmGroup is the findings sharing one signature.
+type AlarmGroup struct {
+	ID           int             `json:"id"`
+	Signature    string          `json:"signature"`
+	Oracle       string          `json:"oracle"`
+	Summary      string          `json:"summary"`
+	Misoperation bool            `json:"misoperation,omitempty"`
+	Steps        []string        `json:"steps"`
+	Findings     []model.Finding `json:"findings"`
+	Reproducer   *Reproducer     `json:"reproducer,omitempty"`
+}
+
+// Bench holds the campaign's throughput figures.
+type Bench struct {
+	// Transitions counts judged transitions (every step kind).
+	Transitions int `json:"transitions"`
+	// Wall is the campaign's wall-clock time in seconds (this process only when resumed).
+	WallSeconds        float64 `json:"wallSeconds"`
+	TransitionsPerHour float64 `json:"transitionsPerHour"`
+	// Mean figures per step, in milliseconds.
+	MeanConvergeMs  float64 `json:"meanConvergeMs"`
+	MeanOverheadMs  float64 `json:"meanOverheadMs"`
+	MaxOverheadMs   int64   `json:"maxOverheadMs"`
+	MeanSnapshotMs  float64 `json:"meanSnapshotMs"`
+	MeanOraclesMs   float64 `json:"meanOraclesMs"`
+	MeanJournalMs   float64 `json:"meanJournalMs"`
+	MeanStabilityMs float64 `json:"meanStabilityMs"`
+	// Setup is the time spent creating clusters and deploying the operator, in seconds.
+	SetupSeconds float64 `json:"setupSeconds"`
+}

@@ -1,0 +1,280 @@
+package campaign
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/gauntlet-dev/gauntlet/model"
+)
+
+// ErrConvergenceTimeout is returned when the system keeps changing (or never
+// reports the new generation) past the hard timeout: the operator did not settle.
+var ErrConvergenceTimeout = errors.New("convergence timeout: the namespace's objects kept changing or the CR's status never reported the new generation")
+
+// quietTracker remembers when the watched objects last changed. Watch handlers
+// call Touch; waiters read Since.
+type quietTracker struct {
+	mu   sync.Mutex
+	last time.Time
+	n    uint64
+	ch   chan struct{} // closed and replaced on every change
+}
+
+func newQuietTracker(now time.Time) *quietTracker {
+	return &quietTracker{last: now, ch: make(chan struct{})}
+}
+
+// Touch records a change at t.
+func (q *quietTracker) Touch(t time.Time) {
+	q.mu.Lock()
+	if t.After(q.last) {
+		q.last = t
+	}
+	q.n++
+	close(q.ch)
+	q.ch = make(chan struct{})
+	q.mu.Unlock()
+}
+
+// State returns the last change time, the change count and a channel closed on the next change.
+func (q *quietTracker) State() (time.Time, uint64, <-chan struct{}) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.last, q.n, q.ch
+}
+
+// ConvergeOptions tune convergence detection.
+type ConvergeOptions struct {
+	// Quiet is how long nothing may change before the system counts as converged (default 3s).
+	Quiet time.Duration
+	// Settle is how long nothing may change before a system whose workloads are not all ready
+	// counts as settled (the health oracle then judges it; default 30s).
+	Settle time.Duration
+	// Timeout is the hard limit (default 5m); reaching it is a finding.
+	Timeout time.Duration
+}
+
+func (o ConvergeOptions) withDefaults() ConvergeOptions {
+	if o.Quiet <= 0 {
+		o.Quiet = 3 * time.Second
+	}
+	if o.Settle <= 0 {
+		o.Settle = 30 * time.Second
+	}
+	if o.Settle < o.Quiet {
+		o.Settle = o.Quiet
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 5 * time.Minute
+	}
+	return o
+}
+
+// verdict is the decision of one convergence check.
+type verdict int
+
+const (
+	keepWaiting verdict = iota
+	converged           // quiet, ready, generation observed
+	settled             // quiet for Settle, generation observed, not everything ready
+)
+
+// decide is the pure convergence rule: quiet is how long nothing changed,
+// notReady the readiness problems, genOK whether the CR's status reports its generation.
+func decide(o ConvergeOptions, quiet time.Duration, notReady []string, genOK bool) verdict {
+	if !genOK {
+		return keepWaiting
+	}
+	if quiet >= o.Quiet && len(notReady) == 0 {
+		return converged
+	}
+	if quiet >= o.Settle {
+		return settled
+	}
+	return keepWaiting
+}
+
+// waitConverged blocks until the system converges or settles, or the timeout
+// expires. objects returns the current objects (the informer caches); it is
+// called after quiet periods only. It returns the time of the last change
+// (the convergence time) and the readiness problems left when it settled.
+func waitConverged(ctx context.Context, o ConvergeOptions, q *quietTracker, start time.Time, objects func() (map[string]model.Object, string)) (time.Time, []string, error) {
+	o = o.withDefaults()
+	deadline := start.Add(o.Timeout)
+	for {
+		last, _, changed := q.State()
+		if last.Before(start) {
+			last = start
+		}
+		now := time.Now()
+		quiet := now.Sub(last)
+		var notReady []string
+		genOK := true
+		if quiet >= o.Quiet {
+			objs, cr := objects()
+			notReady, genOK = readiness(objs, cr)
+			switch decide(o, quiet, notReady, genOK) {
+			case converged:
+				return last, nil, nil
+			case settled:
+				return last, notReady, nil
+			}
+		}
+		if now.After(deadline) {
+			objs, cr := objects()
+			notReady, genOK = readiness(objs, cr)
+			if !genOK {
+				notReady = append(notReady, "custom resource status.observedGeneration lags metadata.generation")
+			}
+			return time.Time{}, notReady, fmt.Errorf("after %s (last change %s ago; not ready: %v): %w", o.Timeout, quiet.Round(time.Millisecond), notReady, ErrConvergenceTimeout)
+		}
+		wait := o.Quiet - quiet
+		if quiet >= o.Quiet {
+			wait = 250 * time.Millisecond // quiet but not ready: re-check readiness periodically
+		}
+		if rest := time.Until(deadline); wait > rest {
+			wait = rest + time.Millisecond
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return time.Time{}, nil, ctx.Err()
+		case <-changed:
+			t.Stop()
+		case <-t.C:
+		}
+	}
+}
+
+// readiness lists what is not ready among objs (pods, Deployments,
+// StatefulSets, DaemonSets) and whether the CR (key cr) reports its current
+// generation, where its status publishes observedGeneration at all.
+func readiness(objs map[string]model.Object, cr string) ([]string, bool) {
+	var out []string
+	genOK := true
+	for key, o := range objs {
+		k, ok := model.ParseObjectKey(key)
+		if !ok {
+			continue
+		}
+		if deleting(o) {
+			out = append(out, key+": being deleted")
+			continue
+		}
+		if key == cr {
+			gen, _ := num(get(o, "metadata", "generation"))
+			if og, ok := num(get(o, "status", "observedGeneration")); ok && og < gen {
+				genOK = false
+			}
+			continue
+		}
+		switch {
+		case k.Group == "" && k.Kind == "Pod":
+			phase, _ := get(o, "status", "phase").(string)
+			switch phase {
+			case "Succeeded":
+			case "Running":
+				if !condTrue(o, "Ready") {
+					out = append(out, key+": not ready")
+				}
+			default:
+				out = append(out, fmt.Sprintf("%s: phase %q", key, phase))
+			}
+		case k.Group == "apps" && k.Kind == "Deployment":
+			if !observed(o) {
+				out = append(out, key+": generation not observed")
+				continue
+			}
+			want := replicas(o)
+			for _, f := range []string{"updatedReplicas", "availableReplicas", "readyReplicas"} {
+				if n, _ := num(get(o, "status", f)); n != want {
+					out = append(out, fmt.Sprintf("%s: %s %d of %d", key, f, n, want))
+				}
+			}
+		case k.Group == "apps" && k.Kind == "StatefulSet":
+			if !observed(o) {
+				out = append(out, key+": generation not observed")
+				continue
+			}
+			want := replicas(o)
+			for _, f := range []string{"readyReplicas", "updatedReplicas", "replicas"} {
+				if n, _ := num(get(o, "status", f)); n != want {
+					out = append(out, fmt.Sprintf("%s: %s %d of %d", key, f, n, want))
+				}
+			}
+			cur, _ := get(o, "status", "currentRevision").(string)
+			upd, _ := get(o, "status", "updateRevision").(string)
+			if typ, _ := get(o, "spec", "updateStrategy", "type").(string); typ != "OnDelete" && cur != upd {
+				out = append(out, fmt.Sprintf("%s: rolling out revision %s (current %s)", key, upd, cur))
+			}
+		case k.Group == "apps" && k.Kind == "DaemonSet":
+			want, _ := num(get(o, "status", "desiredNumberScheduled"))
+			if n, _ := num(get(o, "status", "numberReady")); !observed(o) || n != want {
+				out = append(out, fmt.Sprintf("%s: %d of %d ready", key, n, want))
+			}
+		}
+	}
+	sort.Strings(out)
+	return out, genOK
+}
+
+func deleting(o model.Object) bool {
+	ts, _ := get(o, "metadata", "deletionTimestamp").(string)
+	return ts != ""
+}
+
+func observed(o model.Object) bool {
+	gen, _ := num(get(o, "metadata", "generation"))
+	og, _ := num(get(o, "status", "observedGeneration"))
+	return og >= gen
+}
+
+func replicas(o model.Object) int64 {
+	if n, ok := num(get(o, "spec", "replicas")); ok {
+		return n
+	}
+	return 1
+}
+
+func condTrue(o model.Object, typ string) bool {
+	conds, _ := get(o, "status", "conditions").([]any)
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == typ {
+			return m["status"] == "True"
+		}
+	}
+	return false
+}
+
+// get walks nested maps.
+func get(o map[string]any, path ...string) any {
+	var cur any = o
+	for _, p := range path {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil
+		}
+		cur = m[p]
+	}
+	return cur
+}
+
+func num(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return n, true
+	case int:
+		return int64(n), true
+	case int32:
+		return int64(n), true
+	case float64:
+		return int64(n), true
+	}
+	return 0, false
+}

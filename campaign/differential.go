@@ -1,0 +1,245 @@
+package campaign
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/gauntlet-dev/gauntlet/model"
+)
+
+// hashDesired identifies a desired state by its content.
+func hashDesired(d model.Object) string {
+	spec := map[string]any{"spec": get(d, "spec")}
+	b := []byte(fmt.Sprint(jsonString(spec)))
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:8])
+}
+
+func jsonString(v any) string {
+	x, _ := jsonMarshal(v)
+	return string(x)
+}
+
+// differential calibrates masks (seed twice on fresh namespaces) and then
+// re-declares each distinct desired state reached through history from S0 on a
+// fresh namespace, judging S(i) against that reference. Runs already in the
+// journal are skipped (resume).
+func (r *runner) differential(ctx context.Context, envs []*env, recs []Record) error {
+	if r.masks == nil {
+		masks, err := r.calibrate(ctx, envs[0], recs)
+		if err != nil {
+			return err
+		}
+		r.masks = masks
+	}
+	done := map[string]bool{}
+	nextIndex := map[int]int{}
+	for _, rec := range recs {
+		if rec.Step == nil {
+			continue
+		}
+		if rec.Type == RecDifferential {
+			done[strings.TrimPrefix(rec.Step.TestCase, "differential:")] = true
+		}
+		if rec.Step.Index >= nextIndex[rec.Step.Worker] {
+			nextIndex[rec.Step.Worker] = rec.Step.Index + 1
+		}
+	}
+	type job struct {
+		hash string
+		rec  *StepRecord
+	}
+	var jobs []job
+	seen := map[string]bool{}
+	for _, rec := range recs {
+		s := rec.Step
+		if rec.Type != RecStep || s == nil || (s.Kind != model.StepApply && s.Kind != model.StepRecreate) || s.TimedOut || !jsonEqual(s.Current, s.Desired) {
+			continue
+		}
+		h := hashDesired(s.Desired)
+		if seen[h] || done[h] {
+			continue
+		}
+		seen[h] = true
+		jobs = append(jobs, job{h, s})
+	}
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(len(uniqueEnvs(envs)))
+	for i, jb := range jobs {
+		e := envs[i%len(envs)]
+		w := i % len(envs)
+		g.Go(func() error {
+			mu.Lock()
+			idx := nextIndex[w]
+			nextIndex[w]++
+			mu.Unlock()
+			hist, err := loadSnapshot(filepath.Join(r.dir, jb.rec.Snapshot))
+			if err != nil {
+				return err
+			}
+			sess, err := r.newSession(gctx, e, "d")
+			if err != nil {
+				return err
+			}
+			defer sess.close(gctx)
+			if _, _, _, err := sess.declare(gctx, r.seedOf(jb.rec), false); err != nil {
+				return fmt.Errorf("differential: reach S0: %w", err)
+			}
+			if _, _, _, err := sess.declare(gctx, jb.rec.Desired, jb.rec.Kind == model.StepRecreate); err != nil {
+				r.cfg.Logger.Warn("differential run did not converge", "step", jb.rec.ID(), "err", err)
+			}
+			ref := rebase(sess.snapshot(gctx), sess.ns, jb.rec.Namespace)
+			// Judge S(i) (history) against the fresh run; the recorded step is the differential one.
+			_, err = r.judgeOnly(gctx, stepInput{worker: w, index: idx, kind: model.StepDifferential, testCase: "differential:" + jb.hash,
+				misop: jb.rec.Misoperation, desired: jb.rec.Desired, prevDesired: jb.rec.Desired, reference: ref, prevID: jb.rec.ID()}, hist)
+			return err
+		})
+	}
+	return g.Wait()
+}
+
+// seedOf is the seed desired state (the base every worker started from).
+func (r *runner) seedOf(*StepRecord) model.Object { return r.base }
+
+// judgeOnly records a transition whose current state is already known (the history's S(i)).
+func (r *runner) judgeOnly(ctx context.Context, in stepInput, curr *model.Snapshot) (*StepRecord, error) {
+	rec := &StepRecord{Step: model.Step{Worker: in.worker, Index: in.index, Kind: in.kind, TestCase: in.testCase, Misoperation: in.misop,
+		Desired: in.desired, Started: curr.Taken, Converged: curr.Taken}, Current: in.desired, Prev: in.prevID}
+	tr := &model.Transition{Step: &rec.Step, PrevDesired: in.prevDesired, Desired: in.desired, Curr: curr, Reference: in.reference, Masks: r.masks}
+	rec.Findings = r.runOracles(ctx, tr, in.misop)
+	rel := filepath.Join("steps", fmt.Sprintf("w%d", in.worker), fmt.Sprintf("s%d", in.index))
+	rec.Snapshot = filepath.ToSlash(rel)
+	if err := writeStepFiles(filepath.Join(r.dir, rel), rec, in.reference); err != nil {
+		return nil, err
+	}
+	if err := r.journal.Append(Record{Type: RecDifferential, Step: rec}); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+func (r *runner) runOracles(ctx context.Context, tr *model.Transition, misop bool) []model.Finding {
+	fs := runOracles(ctx, r, tr)
+	for i := range fs {
+		fs[i].Misoperation = misop
+	}
+	return fs
+}
+
+// calibrate declares the seed on two fresh namespaces and learns which fields differ.
+func (r *runner) calibrate(ctx context.Context, e *env, recs []Record) ([]string, error) {
+	var snaps [2]*model.Snapshot
+	var nss [2]string
+	for i := range snaps {
+		sess, err := r.newSession(ctx, e, "c")
+		if err != nil {
+			return nil, err
+		}
+		if _, _, _, err := sess.declare(ctx, r.base, false); err != nil {
+			sess.close(ctx)
+			return nil, fmt.Errorf("calibration: %w", err)
+		}
+		snaps[i], nss[i] = sess.snapshot(ctx), sess.ns
+		sess.close(ctx)
+	}
+	b := rebase(snaps[1], nss[1], nss[0])
+	var masks []string
+	if r.cfg.LearnMasks != nil {
+		masks = r.cfg.LearnMasks(snaps[0], b)
+	} else {
+		masks = structuralMasks(snaps[0], b)
+	}
+	masks = append(masks, r.target.IgnoreFields...)
+	sort.Strings(masks)
+	if err := r.journal.Append(Record{Type: RecCalibration, Masks: masks}); err != nil {
+		return nil, err
+	}
+	return masks, nil
+}
+
+// structuralMasks lists "<Kind>:<path>" for every leaf that differs between two
+// snapshots of objects present in both (array indices generalised to [*]).
+func structuralMasks(a, b *model.Snapshot) []string {
+	set := map[string]bool{}
+	for key, oa := range a.Objects {
+		ob, ok := b.Objects[key]
+		if !ok {
+			continue
+		}
+		k, _ := model.ParseObjectKey(key)
+		var walk func(p string, x, y any)
+		walk = func(p string, x, y any) {
+			switch xv := x.(type) {
+			case map[string]any:
+				if yv, ok := y.(map[string]any); ok {
+					for kk, c := range xv {
+						walk(p+"."+kk, c, yv[kk])
+					}
+					return
+				}
+			case []any:
+				if yv, ok := y.([]any); ok && len(yv) == len(xv) {
+					for i := range xv {
+						walk(p+"[*]", xv[i], yv[i])
+					}
+					return
+				}
+			}
+			if !jsonEqual(x, y) {
+				set[k.Kind+":"+strings.TrimPrefix(p, ".")] = true
+			}
+		}
+		walk("", oa, ob)
+	}
+	out := make([]string, 0, len(set))
+	for m := range set {
+		out = append(out, m)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// rebase rewrites a snapshot taken in namespace from as if taken in namespace to
+// (keys, metadata and every string that mentions the namespace), so snapshots
+// of different namespaces compare.
+func rebase(s *model.Snapshot, from, to string) *model.Snapshot {
+	if s == nil || from == to {
+		return s
+	}
+	out := *s
+	out.Objects = map[string]model.Object{}
+	var fix func(v any) any
+	fix = func(v any) any {
+		switch x := v.(type) {
+		case map[string]any:
+			m := make(map[string]any, len(x))
+			for k, c := range x {
+				m[strings.ReplaceAll(k, from, to)] = fix(c)
+			}
+			return m
+		case []any:
+			l := make([]any, len(x))
+			for i, c := range x {
+				l[i] = fix(c)
+			}
+			return l
+		case string:
+			return strings.ReplaceAll(x, from, to)
+		}
+		return v
+	}
+	for k, o := range s.Objects {
+		out.Objects[strings.ReplaceAll(k, from, to)] = fix(o).(map[string]any)
+	}
+	out.CR = strings.ReplaceAll(s.CR, from, to)
+	return &out
+}

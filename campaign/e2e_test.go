@@ -1,0 +1,113 @@
+package campaign
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gauntlet-dev/gauntlet/cluster/local"
+	"github.com/gauntlet-dev/gauntlet/inputgen"
+	"github.com/gauntlet-dev/gauntlet/model"
+	"github.com/gauntlet-dev/gauntlet/targets"
+)
+
+func TestMain(m *testing.M) {
+	if local.Init() {
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// e2eSetup skips unless the embedded cluster can run here, and returns a small
+// valkey target and a provider.
+func e2eSetup(t *testing.T) (*targets.Target, local.Provider) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test skipped in -short mode")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("end-to-end tests need root (the embedded cluster uses network and mount namespaces)")
+	}
+	binDir := os.Getenv("GAUNTLET_CONTROLPLANE_BIN")
+	if binDir == "" {
+		binDir = local.ControlPlaneBinDir()
+	}
+	if _, err := os.Stat(filepath.Join(binDir, "kube-apiserver")); err != nil {
+		t.Skipf("control plane not built (run `make controlplane`): %v", err)
+	}
+	root, err := targets.FindRepoRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := os.Getenv("GAUNTLET_OPERATOR_BINARY")
+	if bin == "" {
+		bin = filepath.Join(root, "bin", "valkey-operator")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Skipf("operator binary not built (run `make build`): %v", err)
+	}
+	tg, err := targets.Valkey(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Small scale first: one replica, no persistence.
+	tg.Seed["spec"] = map[string]any{"replicas": int64(1), "image": "valkey/valkey:8.1", "config": map[string]any{"maxmemory": "100mb"}}
+	tg.Properties = []string{"spec.replicas", "spec.config"}
+	state := t.TempDir()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if os.Getenv("GAUNTLET_E2E_LOG") != "" {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return tg, local.Provider{Options: local.Options{StateRoot: state, OperatorBinary: bin, Log: log, Nodes: 1}}
+}
+
+var e2eCases = map[string]bool{
+	"spec.replicas#replicas/scale-up-down": true,
+	"spec.config#config/remove-key":        true,
+	"spec.config#config/add-key":           true,
+}
+
+func TestE2ECleanCampaign(t *testing.T) {
+	tg, prov := e2eSetup(t)
+	out := filepath.Join(t.TempDir(), "results")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cfg := Config{Target: tg, Provider: prov, Workers: 2, Seed: 7, OutDir: out, Progress: testWriter{t}, Stability: time.Second,
+		CaseFilter: func(tc *inputgen.TestCase) bool { return e2eCases[tc.ID] }}
+	if os.Getenv("GAUNTLET_E2E_LOG") != "" {
+		cfg.Logger = prov.Options.Log
+	}
+	res, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Done != res.Planned || res.Done != 4 {
+		t.Errorf("done %d of %d planned steps; want 4 of 4", res.Done, res.Planned)
+	}
+	for _, g := range res.Groups {
+		t.Errorf("alarm on the clean operator: %s %s: %s (steps %v)", g.Oracle, g.Signature, g.Summary, g.Steps)
+	}
+	for _, f := range []string{"plan.json", "journal.jsonl", "summary.json", "steps/w0/s0/state.json", "steps/w0/s1/verdict.json", "steps/w1/s1/cr.yaml", "steps/w1/s1/operator.log"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("results folder: %v", err)
+		}
+	}
+	var diff int
+	for _, s := range res.Steps {
+		if s.Kind == model.StepDifferential {
+			diff++
+		}
+	}
+	if diff == 0 {
+		t.Error("no differential re-run recorded")
+	}
+	t.Logf("bench: %+v", res.Bench)
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }

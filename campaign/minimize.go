@@ -1,0 +1,264 @@
+package campaign
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+
+	"github.com/gauntlet-dev/gauntlet/model"
+	"github.com/gauntlet-dev/gauntlet/oracles"
+)
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+func runOracles(ctx context.Context, r *runner, tr *model.Transition) []model.Finding {
+	return oracles.Run(ctx, r.oracles, tr)
+}
+
+// ReproStep is one desired state of a reproducer, declared in order from S0.
+type ReproStep struct {
+	Kind     model.StepKind `json:"kind"`
+	Desired  model.Object   `json:"desired"`
+	Recreate bool           `json:"recreate,omitempty"`
+}
+
+// Reproducer is a minimized sequence that raises an alarm group's signature.
+type Reproducer struct {
+	Group     int    `json:"group"`
+	Signature string `json:"signature"`
+	Oracle    string `json:"oracle"`
+	Summary   string `json:"summary"`
+	// FromStep is the recorded step the reproducer was derived from.
+	FromStep string `json:"fromStep"`
+	// Seed is D0, declared first on a fresh namespace (S0).
+	Seed model.Object `json:"seed"`
+	// Steps follow the seed.
+	Steps []ReproStep `json:"steps"`
+	// Confirmed is true when a re-run on a fresh namespace raised the signature again.
+	Confirmed bool `json:"confirmed"`
+	// Tried counts the candidate sequences run.
+	Tried int    `json:"tried"`
+	Note  string `json:"note,omitempty"`
+	// Target names the target (its Source) for `gauntlet reproduce`.
+	Target string `json:"target"`
+}
+
+// candidates lists the sequences to try for a failing step, shortest first:
+// (S0, D(i)) alone; Acto's two operations (S0, D(i-1)), (S(i-1), D(i)); and for
+// a failed rollback, D(i-1), D(i) then the rollback to D(i-1).
+func candidates(fail, prev *StepRecord) [][]ReproStep {
+	rs := func(s *StepRecord) ReproStep {
+		return ReproStep{Kind: s.Kind, Desired: s.Desired, Recreate: s.Kind == model.StepRecreate}
+	}
+	var out [][]ReproStep
+	switch fail.Kind {
+	case model.StepRollback:
+		if prev != nil {
+			// prev is the failing forward step; its CaseBase… the rollback target is fail.Desired.
+			out = append(out, []ReproStep{{Kind: model.StepApply, Desired: fail.Desired}, rs(prev), rs(fail)})
+		}
+	case model.StepSeed:
+		out = append(out, nil)
+	default:
+		out = append(out, []ReproStep{rs(fail)})
+		if prev != nil && prev.Kind != model.StepSeed && !jsonEqual(prev.Current, fail.Desired) {
+			out = append(out, []ReproStep{{Kind: model.StepApply, Desired: prev.Current}, rs(fail)})
+		}
+	}
+	return out
+}
+
+// minimize runs candidates in order and returns the first that fires; tried
+// counts runs. When none fires, the last (longest) candidate is returned unconfirmed.
+func minimize(ctx context.Context, cands [][]ReproStep, fires func(context.Context, []ReproStep) (bool, error)) ([]ReproStep, bool, int, error) {
+	tried := 0
+	for _, c := range cands {
+		tried++
+		ok, err := fires(ctx, c)
+		if err != nil {
+			return nil, false, tried, err
+		}
+		if ok {
+			return c, true, tried, nil
+		}
+	}
+	if len(cands) == 0 {
+		return nil, false, 0, nil
+	}
+	return cands[len(cands)-1], false, tried, nil
+}
+
+// stepIndex maps step IDs to records.
+func stepIndex(recs []Record) map[string]*StepRecord {
+	m := map[string]*StepRecord{}
+	for _, r := range recs {
+		if r.Step != nil && r.Type == RecStep {
+			m[r.Step.ID()] = r.Step
+		}
+	}
+	return m
+}
+
+// reproducerFor builds the candidate list of a group from the recorded history.
+func reproducerFor(g *AlarmGroup, idx map[string]*StepRecord) (*StepRecord, [][]ReproStep, string) {
+	for _, id := range g.Steps {
+		s := idx[id]
+		if s == nil {
+			continue
+		}
+		return s, candidates(s, idx[s.Prev]), ""
+	}
+	return nil, nil, "the group's steps are differential re-runs: the reproducer is the recorded history up to the step"
+}
+
+// minimizeGroups derives, runs and confirms a reproducer for each group.
+func (r *runner) minimizeGroups(ctx context.Context, e *env, res *Result, recs []Record) {
+	idx := stepIndex(recs)
+	for _, g := range res.Groups {
+		from, cands, note := reproducerFor(g, idx)
+		rep := &Reproducer{Group: g.ID, Signature: g.Signature, Oracle: g.Oracle, Summary: g.Summary, Seed: r.base, Target: r.target.Source, Note: note}
+		if from != nil {
+			rep.FromStep = from.ID()
+			steps, ok, tried, err := minimize(ctx, cands, func(ctx context.Context, seq []ReproStep) (bool, error) {
+				fs, err := r.replay(ctx, e, r.base, seq)
+				return hasSignature(fs, g.Signature), err
+			})
+			rep.Steps, rep.Confirmed, rep.Tried = steps, ok, tried
+			if err != nil {
+				rep.Note = "minimization failed: " + err.Error()
+			} else if !ok {
+				rep.Note = "no candidate raised the signature again on a fresh namespace (flaky, or it needs the longer history)"
+			}
+		}
+		g.Reproducer = rep
+		_ = r.journal.Append(Record{Type: RecReproducer, Reproducer: rep})
+	}
+}
+
+func hasSignature(fs []model.Finding, sig string) bool {
+	for _, f := range fs {
+		if f.Signature == sig {
+			return true
+		}
+	}
+	return false
+}
+
+// replay declares seed then seq on a fresh namespace, judging each transition
+// like the campaign does (rollback steps get the state reached by the earlier
+// declaration of the same desired state as reference), and returns every finding.
+func (r *runner) replay(ctx context.Context, e *env, seed model.Object, seq []ReproStep) ([]model.Finding, error) {
+	rr := *r
+	rr.journal, rr.dir = nil, ""
+	sess, err := rr.newSession(ctx, e, "r")
+	if err != nil {
+		return nil, err
+	}
+	defer sess.close(ctx)
+	_, s0, err := sess.run(ctx, stepInput{kind: model.StepSeed, desired: seed, noJudge: true})
+	if err != nil {
+		return nil, err
+	}
+	seen := []struct {
+		d model.Object
+		s *model.Snapshot
+	}{{seed, s0}}
+	prevD, prevS := seed, s0
+	var all []model.Finding
+	for i, st := range seq {
+		in := stepInput{index: i + 1, kind: st.Kind, desired: st.Desired, prevDesired: prevD, prev: prevS, recreate: st.Recreate, changed: changedPaths(prevD, st.Desired)}
+		if st.Kind == model.StepRollback {
+			for _, x := range seen {
+				if jsonEqual(x.d, st.Desired) {
+					in.reference = x.s
+				}
+			}
+		}
+		rec, snap, err := sess.run(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, rec.Findings...)
+		prevD, prevS = st.Desired, snap
+		seen = append(seen, struct {
+			d model.Object
+			s *model.Snapshot
+		}{st.Desired, snap})
+	}
+	return all, nil
+}
+
+// writeAlarms writes alarms/<n>/group.json and reproducer.json.
+func (r *runner) writeAlarms(res *Result) error {
+	for _, g := range res.Groups {
+		d := filepath.Join(r.dir, "alarms", fmt.Sprint(g.ID))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("alarm folder: %w", err)
+		}
+		if err := writeJSON(filepath.Join(d, "group.json"), g); err != nil {
+			return err
+		}
+		if g.Reproducer != nil {
+			if err := writeJSON(filepath.Join(d, "reproducer.json"), g.Reproducer); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ReadReproducer reads DIR/alarms/N/reproducer.json.
+func ReadReproducer(alarmDir string) (*Reproducer, error) {
+	b, err := os.ReadFile(filepath.Join(alarmDir, "reproducer.json"))
+	if err != nil {
+		return nil, fmt.Errorf("read reproducer (give a results folder's alarms/N): %w", err)
+	}
+	var rep Reproducer
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return nil, fmt.Errorf("decode reproducer: %w", err)
+	}
+	return &rep, nil
+}
+
+// ReproduceResult says whether a replayed reproducer raised its signature again.
+type ReproduceResult struct {
+	Reproduced bool            `json:"reproduced"`
+	Findings   []model.Finding `json:"findings"`
+}
+
+// ErrNoSteps is returned for a reproducer without steps.
+var ErrNoSteps = errors.New("the reproducer has no steps: its group could not be minimized (see its note)")
+
+// Reproduce replays a reproducer on a fresh cluster from cfg.Provider with the
+// operator of cfg.Target deployed, judging with cfg.Oracles.
+func Reproduce(ctx context.Context, cfg Config, rep *Reproducer) (*ReproduceResult, error) {
+	cfg = cfg.withDefaults()
+	if cfg.Target == nil || cfg.Provider == nil {
+		return nil, errors.New("reproduce: Config.Target and Config.Provider are required")
+	}
+	if len(rep.Steps) == 0 && !strings.HasPrefix(rep.FromStep, "w") {
+		return nil, ErrNoSteps
+	}
+	r := &runner{cfg: cfg, target: cfg.Target, base: rep.Seed, lastAppend: new(atomic.Int64)}
+	r.oracles = append(append([]oracles.Oracle{}, cfg.Oracles...), cfg.Target.Oracles...)
+	envs, _, err := r.startEnvs(ctx, 1, runTag("reproduce", 0))
+	defer func() {
+		for _, e := range uniqueEnvs(envs) {
+			e.kube.stop()
+			_ = e.cluster.Delete(context.WithoutCancel(ctx))
+		}
+	}()
+	if err != nil {
+		return nil, err
+	}
+	fs, err := r.replay(ctx, envs[0], rep.Seed, rep.Steps)
+	if err != nil {
+		return nil, err
+	}
+	return &ReproduceResult{Reproduced: hasSignature(fs, rep.Signature), Findings: fs}, nil
+}

@@ -1,0 +1,135 @@
+package campaign
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/gauntlet-dev/gauntlet/inputgen"
+	"github.com/gauntlet-dev/gauntlet/model"
+)
+
+func TestDecide(t *testing.T) {
+	o := ConvergeOptions{Quiet: 3 * time.Second, Settle: 30 * time.Second}.withDefaults()
+	tests := []struct {
+		name     string
+		quiet    time.Duration
+		notReady []string
+		genOK    bool
+		want     verdict
+	}{
+		{"still changing", time.Second, nil, true, keepWaiting},
+		{"quiet and ready", 3 * time.Second, nil, true, converged},
+		{"quiet, generation lags", time.Minute, nil, false, keepWaiting},
+		{"quiet, not ready", 5 * time.Second, []string{"pod"}, true, keepWaiting},
+		{"settled not ready", 30 * time.Second, []string{"pod"}, true, settled},
+	}
+	for _, tt := range tests {
+		if got := decide(o, tt.quiet, tt.notReady, tt.genOK); got != tt.want {
+			t.Errorf("%s: decide = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestReadiness(t *testing.T) {
+	cr := model.ObjectKey{Group: "g", Version: "v1", Kind: "Foo", Namespace: "n", Name: "a"}.String()
+	sts := model.ObjectKey{Group: "apps", Version: "v1", Kind: "StatefulSet", Namespace: "n", Name: "a"}.String()
+	pod := model.ObjectKey{Version: "v1", Kind: "Pod", Namespace: "n", Name: "a-0"}.String()
+	readySTS := map[string]any{"metadata": map[string]any{"generation": int64(2)}, "spec": map[string]any{"replicas": int64(1)},
+		"status": map[string]any{"observedGeneration": int64(2), "readyReplicas": int64(1), "updatedReplicas": int64(1), "replicas": int64(1), "currentRevision": "r", "updateRevision": "r"}}
+	tests := []struct {
+		name      string
+		objs      map[string]model.Object
+		wantReady bool
+		wantGen   bool
+	}{
+		{"all ready", map[string]model.Object{sts: readySTS, cr: {"metadata": map[string]any{"generation": int64(3)}, "status": map[string]any{"observedGeneration": int64(3)}},
+			pod: {"status": map[string]any{"phase": "Running", "conditions": []any{map[string]any{"type": "Ready", "status": "True"}}}}}, true, true},
+		{"generation lags", map[string]model.Object{cr: {"metadata": map[string]any{"generation": int64(3)}, "status": map[string]any{"observedGeneration": int64(2)}}}, true, false},
+		{"no observedGeneration published", map[string]model.Object{cr: {"metadata": map[string]any{"generation": int64(3)}}}, true, true},
+		{"pod pending", map[string]model.Object{pod: {"status": map[string]any{"phase": "Pending"}}}, false, true},
+		{"rolling", map[string]model.Object{sts: {"metadata": map[string]any{"generation": int64(2)}, "spec": map[string]any{"replicas": int64(1)},
+			"status": map[string]any{"observedGeneration": int64(2), "readyReplicas": int64(1), "updatedReplicas": int64(1), "replicas": int64(1), "currentRevision": "a", "updateRevision": "b"}}}, false, true},
+	}
+	for _, tt := range tests {
+		nr, gen := readiness(tt.objs, cr)
+		if (len(nr) == 0) != tt.wantReady || gen != tt.wantGen {
+			t.Errorf("%s: readiness = %v, %v; want ready %v gen %v", tt.name, nr, gen, tt.wantReady, tt.wantGen)
+		}
+	}
+}
+
+func TestJournalTornLastLineAndResume(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.jsonl")
+	j, recs, err := OpenJournal(path)
+	if err != nil || len(recs) != 0 {
+		t.Fatal(err, recs)
+	}
+	start := &StartRecord{Seed: 3, Workers: 2, Assignments: [][]string{{"a", "b"}, {"c"}}}
+	must(t, j.Append(Record{Type: RecStart, Start: start}))
+	must(t, j.Append(Record{Type: RecStep, Step: &StepRecord{Step: model.Step{Worker: 0, Index: 0, Kind: model.StepSeed}, Cursor: Cursor{}}}))
+	must(t, j.Append(Record{Type: RecStep, Step: &StepRecord{Step: model.Step{Worker: 0, Index: 1, Kind: model.StepApply}, Cursor: Cursor{Case: 1}}}))
+	must(t, j.Append(Record{Type: RecWorkerDone, Worker: 1}))
+	must(t, j.Close())
+	// SIGKILL mid-write: a torn last line.
+	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	_, _ = f.WriteString(`{"type":"step","step":{"worker":0,"ind`)
+	f.Close()
+	j2, recs, err := OpenJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 4 {
+		t.Fatalf("replayed %d records, want 4", len(recs))
+	}
+	st, ws, err := Replay(recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Seed != 3 || ws[0].Last == nil || ws[0].Last.Cursor != (Cursor{Case: 1}) || ws[0].Steps != 2 || !ws[1].Done {
+		t.Fatalf("replay = %+v %+v", st, ws)
+	}
+	// Appending after the cut leaves a well-formed journal.
+	must(t, j2.Append(Record{Type: RecEnd}))
+	must(t, j2.Close())
+	recs, _, err = ReadJournal(path)
+	if err != nil || len(recs) != 5 || recs[4].Type != RecEnd {
+		t.Fatalf("after resume: %d records, %v", len(recs), err)
+	}
+	// A corrupt line before the last is an error, not silently skipped.
+	data, _ := os.ReadFile(path)
+	bad := append([]byte("garbage\n"), data...)
+	os.WriteFile(path, bad, 0o644)
+	if _, _, err := ReadJournal(path); err == nil {
+		t.Fatal("a corrupt middle line was accepted")
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPartition(t *testing.T) {
+	tc := func(id string, steps int) *inputgen.TestCase {
+		return &inputgen.TestCase{ID: id, Steps: make([]inputgen.Step, steps)}
+	}
+	cases := []*inputgen.TestCase{tc("a", 1), tc("b", 3), tc("c", 1), tc("d", 2), tc("e", 1)}
+	tests := []struct {
+		n    int
+		want [][]string
+	}{
+		{1, [][]string{{"a", "b", "c", "d", "e"}}},
+		{2, [][]string{{"b", "c"}, {"a", "d", "e"}}},
+		{3, [][]string{{"b"}, {"d", "e"}, {"a", "c"}}},
+	}
+	for _, tt := range tests {
+		if got := Partition(cases, tt.n); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("Partition(%d) = %v, want %v", tt.n, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,411 @@
+package campaign
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/gauntlet-dev/gauntlet/cluster"
+	"github.com/gauntlet-dev/gauntlet/model"
+	"github.com/gauntlet-dev/gauntlet/oracles"
+	"github.com/gauntlet-dev/gauntlet/targets"
+)
+
+// env is one cluster with the operator deployed.
+type env struct {
+	cluster cluster.Cluster
+	kube    *kube
+	nsSeq   atomic.Int64
+	prefix  string
+}
+
+// runner executes steps; it is shared by workers, differential runs,
+// calibration and reproducer replays.
+type runner struct {
+	cfg     Config
+	target  *targets.Target
+	oracles []oracles.Oracle
+	journal *Journal // nil for replays that record nothing
+	dir     string   // results folder ("" records no files)
+	masks   []string
+	// base is the seed desired state D0.
+	base model.Object
+	// lastAppend is the duration of the last journal append (ms).
+	lastAppend *atomic.Int64
+}
+
+// session is one namespace in which desired states are declared in sequence.
+type session struct {
+	r     *runner
+	env   *env
+	ns    string
+	watch *nsWatch
+	crKey string
+	// last is when the previous snapshot was taken (events and logs since).
+	last time.Time
+}
+
+// newSession creates a fresh namespace and starts watching it.
+func (r *runner) newSession(ctx context.Context, e *env, tag string) (*session, error) {
+	ns := fmt.Sprintf("%s-%s%d", e.prefix, tag, e.nsSeq.Add(1))
+	if err := e.kube.createNamespace(ctx, ns); err != nil {
+		return nil, err
+	}
+	w, err := e.kube.watchNamespace(ctx, ns)
+	if err != nil {
+		e.kube.deleteNamespace(ctx, ns)
+		return nil, err
+	}
+	return &session{r: r, env: e, ns: ns, watch: w, last: time.Now()}, nil
+}
+
+// close stops watching and deletes the namespace.
+func (s *session) close(ctx context.Context) {
+	s.watch.close()
+	s.env.kube.deleteNamespace(context.WithoutCancel(ctx), s.ns)
+}
+
+// crObject is the desired state placed in the session's namespace.
+func (s *session) crObject(d model.Object) model.Object {
+	o := deepCopy(d).(map[string]any)
+	md, _ := o["metadata"].(map[string]any)
+	if md == nil {
+		md = map[string]any{}
+		o["metadata"] = md
+	}
+	md["namespace"] = s.ns
+	delete(o, "status")
+	return o
+}
+
+// declare applies d (deleting and re-creating the CR when recreate) and waits for convergence.
+func (s *session) declare(ctx context.Context, d model.Object, recreate bool) (started, converged time.Time, notReady []string, err error) {
+	obj := s.crObject(d)
+	started = time.Now()
+	if recreate {
+		if err := s.env.kube.remove(ctx, obj, s.ns, 2*time.Minute); err != nil {
+			return started, time.Time{}, nil, fmt.Errorf("delete the custom resource before re-creating it: %w", err)
+		}
+	}
+	if err := s.env.kube.apply(ctx, obj, s.ns); err != nil {
+		return started, time.Time{}, nil, err
+	}
+	if s.crKey == "" {
+		m, err := s.env.kube.mapping(obj)
+		if err == nil {
+			s.crKey = objectKey(obj, m.GroupVersionKind.Group, m.GroupVersionKind.Version, m.GroupVersionKind.Kind)
+		}
+	}
+	converged, notReady, err = waitConverged(ctx, s.r.cfg.Converge, s.watch.q, started, func() (map[string]model.Object, string) {
+		return s.watch.objects(), s.crKey
+	})
+	return started, converged, notReady, err
+}
+
+// snapshot records S: objects from the watch caches, events and operator log since the last
+// snapshot, monitors.
+func (s *session) snapshot(ctx context.Context) *model.Snapshot {
+	now := time.Now()
+	snap := &model.Snapshot{
+		Taken:       now.UTC(),
+		Objects:     s.watch.objects(),
+		CR:          s.crKey,
+		Events:      s.env.kube.events(ctx, s.ns, s.last),
+		OperatorLog: s.env.kube.operatorLog(ctx, s.last),
+	}
+	if s.r.cfg.Monitor != nil {
+		m, err := s.r.cfg.Monitor(ctx, s.env.cluster, s.ns)
+		if err != nil {
+			m = map[string]any{"error": err.Error()}
+		}
+		snap.Monitors = m
+	}
+	s.last = now
+	return snap
+}
+
+// stability watches for the stability window and returns a sample taken at its end.
+func (s *session) stability(ctx context.Context) *model.Snapshot {
+	t := time.NewTimer(s.r.cfg.Stability)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return &model.Snapshot{Taken: time.Now().UTC(), Objects: s.watch.objects(), CR: s.crKey}
+}
+
+// stepInput is one transition to execute.
+type stepInput struct {
+	worker, index int
+	kind          model.StepKind
+	testCase      string
+	misop         bool
+	changed       []string
+	desired       model.Object
+	prevDesired   model.Object
+	prev          *model.Snapshot
+	recreate      bool
+	// reference is S(i-1) for rollbacks (recovery oracle) or the fresh run's state (differential).
+	reference *model.Snapshot
+	caseBase  model.Object
+	cursor    Cursor
+	prevID    string
+	// noJudge skips oracles (seed steps of replays).
+	noJudge bool
+}
+
+// run executes one step: declare, converge, snapshot, stability window, oracles, record.
+func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Snapshot, error) {
+	rec := &StepRecord{
+		Step: model.Step{Worker: in.worker, Index: in.index, Kind: in.kind, TestCase: in.testCase, Misoperation: in.misop,
+			Changed: in.changed, Desired: in.desired},
+		CaseBase: in.caseBase, Current: in.desired, Cursor: in.cursor, Namespace: s.ns, Prev: in.prevID,
+	}
+	if in.kind == model.StepRollback {
+		rec.Current = in.desired
+	}
+	started, converged, notReady, err := s.declare(ctx, in.desired, in.recreate)
+	rec.Started = started.UTC()
+	rec.NotReady = notReady
+	var findings []model.Finding
+	switch {
+	case err == nil:
+		rec.Converged = converged.UTC()
+		rec.Timing.Converge = converged.Sub(started).Milliseconds()
+	case errors.Is(err, ErrConvergenceTimeout):
+		rec.TimedOut = true
+		rec.Timing.Converge = time.Since(started).Milliseconds()
+		findings = append(findings, model.Finding{
+			Oracle: "convergence", Severity: model.SeverityError,
+			Signature: model.Signature("convergence", "timeout"),
+			Summary:   fmt.Sprintf("the system did not converge within %s", s.r.cfg.Converge.Timeout),
+			Evidence:  evidenceLines(notReady),
+		})
+	case ctx.Err() != nil:
+		return nil, nil, ctx.Err()
+	default:
+		// The API server rejected the desired state: not an operator bug, but recorded.
+		findings = append(findings, model.Finding{
+			Oracle: "apply", Severity: model.SeverityWarning,
+			Signature: model.Signature("apply", "rejected", string(in.kind)),
+			Summary:   "the API server rejected the desired state",
+			Evidence:  []model.Evidence{{Detail: err.Error()}},
+		})
+		rec.Current = in.prevDesired
+	}
+	t0 := time.Now()
+	snap := s.snapshot(ctx)
+	rec.Timing.Snapshot = time.Since(t0).Milliseconds()
+	var stab []*model.Snapshot
+	if !in.noJudge && err == nil {
+		t1 := time.Now()
+		stab = []*model.Snapshot{s.stability(ctx)}
+		rec.Timing.Stability = time.Since(t1).Milliseconds()
+	}
+	t2 := time.Now()
+	if !in.noJudge {
+		tr := &model.Transition{Step: &rec.Step, PrevDesired: in.prevDesired, Desired: in.desired, Prev: in.prev, Curr: snap,
+			Stability: stab, Reference: in.reference, Masks: s.r.masks}
+		findings = append(findings, oracles.Run(ctx, s.r.oracles, tr)...)
+	}
+	for i := range findings {
+		findings[i].Step = rec.ID()
+		findings[i].Misoperation = in.misop
+		if findings[i].Severity == "" {
+			findings[i].Severity = model.SeverityError
+		}
+	}
+	rec.Findings = findings
+	rec.Timing.Oracles = time.Since(t2).Milliseconds()
+	t3 := time.Now()
+	if s.r.dir != "" {
+		rel := filepath.Join("steps", fmt.Sprintf("w%d", in.worker), fmt.Sprintf("s%d", in.index))
+		rec.Snapshot = filepath.ToSlash(rel)
+		if err := writeStepFiles(filepath.Join(s.r.dir, rel), rec, snap); err != nil {
+			return nil, nil, err
+		}
+	}
+	files := time.Since(t3)
+	// The journal append is timed before the record is written: its own figure is the
+	// previous append's (appends are uniform fsyncs).
+	rec.Timing.Journal = s.r.lastAppend.Load()
+	rec.Timing.Overhead = rec.Timing.Snapshot + rec.Timing.Oracles + rec.Timing.Journal + files.Milliseconds()
+	if s.r.journal != nil {
+		t4 := time.Now()
+		typ := RecStep
+		if in.kind == model.StepDifferential {
+			typ = RecDifferential
+		}
+		if err := s.r.journal.Append(Record{Type: typ, Step: rec}); err != nil {
+			return nil, nil, err
+		}
+		s.r.lastAppend.Store(time.Since(t4).Milliseconds())
+	}
+	return rec, snap, nil
+}
+
+func evidenceLines(lines []string) []model.Evidence {
+	var ev []model.Evidence
+	for _, l := range lines {
+		ev = append(ev, model.Evidence{Detail: l})
+	}
+	return ev
+}
+
+// stateFile is state.json: the snapshot without events and log (kept in their own files).
+type stateFile struct {
+	Taken    time.Time               `json:"taken"`
+	CR       string                  `json:"cr"`
+	Objects  map[string]model.Object `json:"objects"`
+	Monitors map[string]any          `json:"monitors,omitempty"`
+}
+
+type verdictFile struct {
+	Step      string          `json:"step"`
+	Kind      model.StepKind  `json:"kind"`
+	TestCase  string          `json:"testCase,omitempty"`
+	Changed   []string        `json:"changed,omitempty"`
+	Started   time.Time       `json:"started"`
+	Converged time.Time       `json:"converged,omitempty"`
+	TimedOut  bool            `json:"timedOut,omitempty"`
+	NotReady  []string        `json:"notReady,omitempty"`
+	Findings  []model.Finding `json:"findings"`
+	Timing    Timing          `json:"timing"`
+}
+
+// writeStepFiles writes cr.yaml, state.json, events.json, operator.log and verdict.json.
+func writeStepFiles(dir string, rec *StepRecord, snap *model.Snapshot) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("step folder: %w", err)
+	}
+	cr, err := yaml.Marshal(rec.Desired)
+	if err != nil {
+		return fmt.Errorf("encode cr.yaml: %w", err)
+	}
+	findings := rec.Findings
+	if findings == nil {
+		findings = []model.Finding{}
+	}
+	files := []struct {
+		name string
+		v    any
+		raw  []byte
+	}{
+		{name: "cr.yaml", raw: cr},
+		{name: "state.json", v: stateFile{Taken: snap.Taken, CR: snap.CR, Objects: snap.Objects, Monitors: snap.Monitors}},
+		{name: "events.json", v: nonNil(snap.Events)},
+		{name: "operator.log", raw: []byte(snap.OperatorLog)},
+		{name: "verdict.json", v: verdictFile{Step: rec.ID(), Kind: rec.Kind, TestCase: rec.TestCase, Changed: rec.Changed, Started: rec.Started,
+			Converged: rec.Converged, TimedOut: rec.TimedOut, NotReady: rec.NotReady, Findings: findings, Timing: rec.Timing}},
+	}
+	for _, f := range files {
+		b := f.raw
+		if f.v != nil {
+			if b, err = json.MarshalIndent(f.v, "", "  "); err != nil {
+				return fmt.Errorf("encode %s: %w", f.name, err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, f.name), b, 0o644); err != nil {
+			return fmt.Errorf("write step file: %w", err)
+		}
+	}
+	return nil
+}
+
+func nonNil(e []model.Event) []model.Event {
+	if e == nil {
+		return []model.Event{}
+	}
+	return e
+}
+
+// loadSnapshot reads a step's recorded snapshot back (state, events, log).
+func loadSnapshot(dir string) (*model.Snapshot, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "state.json"))
+	if err != nil {
+		return nil, fmt.Errorf("read recorded state: %w", err)
+	}
+	var sf stateFile
+	if err := json.Unmarshal(b, &sf); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", filepath.Join(dir, "state.json"), err)
+	}
+	s := &model.Snapshot{Taken: sf.Taken, CR: sf.CR, Objects: sf.Objects, Monitors: sf.Monitors}
+	if b, err := os.ReadFile(filepath.Join(dir, "events.json")); err == nil {
+		_ = json.Unmarshal(b, &s.Events)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "operator.log")); err == nil {
+		s.OperatorLog = string(b)
+	}
+	return s, nil
+}
+
+// changedPaths lists the JSON paths (dotted) whose values differ between two desired states' specs.
+func changedPaths(a, b model.Object) []string {
+	var out []string
+	var walk func(p string, x, y any)
+	walk = func(p string, x, y any) {
+		xm, xok := x.(map[string]any)
+		ym, yok := y.(map[string]any)
+		if xok && yok {
+			keys := map[string]bool{}
+			for k := range xm {
+				keys[k] = true
+			}
+			for k := range ym {
+				keys[k] = true
+			}
+			for k := range keys {
+				walk(p+"."+k, xm[k], ym[k])
+			}
+			return
+		}
+		if !jsonEqual(x, y) {
+			out = append(out, strings.TrimPrefix(p, "."))
+		}
+	}
+	walk("", get(a, "spec"), get(b, "spec"))
+	for i := range out {
+		out[i] = "spec." + out[i]
+	}
+	sort.Strings(out)
+	return out
+}
+
+func jsonEqual(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
+}
+
+// deepCopy copies JSON-like values (maps, slices, scalars).
+func deepCopy(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, c := range x {
+			m[k] = deepCopy(c)
+		}
+		return m
+	case []any:
+		s := make([]any, len(x))
+		for i, c := range x {
+			s[i] = deepCopy(c)
+		}
+		return s
+	case int:
+		return int64(x)
+	case int32:
+		return int64(x)
+	}
+	return v
+}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gauntlet-dev/gauntlet/campaign"
+	"github.com/gauntlet-dev/gauntlet/cluster/local"
+	"github.com/gauntlet-dev/gauntlet/targets"
+)
+
+// runFlags are the flags of `gauntlet run` shared with `gauntlet reproduce`.
+type runFlags struct {
+	repo     string
+	opBin    string
+	stateDir string
+}
+
+func (f *runFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.repo, "repo", "", "Gauntlet repository (for built-in targets; default: found above the working directory)")
+	cmd.Flags().StringVar(&f.opBin, "operator-binary", "", "binary the bundled operator image maps to (default $GAUNTLET_OPERATOR_BINARY or REPO/bin/valkey-operator)")
+	cmd.Flags().StringVar(&f.stateDir, "state-dir", "", "embedded clusters' state root (default $GAUNTLET_STATE_DIR or /var/lib/gauntlet)")
+}
+
+func (f *runFlags) resolve(g *globals, spec string) (*targets.Target, local.Provider, error) {
+	repo := f.repo
+	if repo == "" {
+		if r, err := targets.FindRepoRoot("."); err == nil {
+			repo = r
+		}
+	}
+	t, err := targets.Resolve(spec, repo)
+	if err != nil {
+		return nil, local.Provider{}, err
+	}
+	bin := f.opBin
+	if bin == "" {
+		bin = os.Getenv("GAUNTLET_OPERATOR_BINARY")
+	}
+	if bin == "" && repo != "" {
+		bin = filepath.Join(repo, "bin", "valkey-operator")
+	}
+	return t, local.Provider{Options: local.Options{StateRoot: f.stateDir, OperatorBinary: bin, Log: g.logger()}}, nil
+}
+
+func newRunCmd(g *globals) *cobra.Command {
+	var (
+		rf                             runFlags
+		target, out, resume            string
+		workers, maxSteps              int
+		seed                           int64
+		goTests, shared, noDiff, noMin bool
+		quietWin, timeout              time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "run --target valkey|FILE [--workers N] [--seed N] [--out DIR] [--max-steps N] | --resume DIR",
+		Short: "Run a campaign of desired-state transitions against an operator",
+		Long: `run plans test cases from the target's CRD, runs them on N workers (each its own
+embedded cluster), judges every transition with the oracles, and writes a results
+folder (plan, journal, per-step state, alarms with reproducers, summary).
+A campaign killed at any point continues with --resume DIR.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg := campaign.Config{Workers: workers, Seed: seed, OutDir: out, MaxSteps: maxSteps, GoTests: goTests,
+				SharedCluster: shared, NoDifferential: noDiff, NoMinimize: noMin, Progress: cmd.ErrOrStderr(), Quiet: g.quiet, Logger: g.logger()}
+			cfg.Converge.Quiet, cfg.Converge.Timeout = quietWin, timeout
+			if resume != "" {
+				recs, _, err := campaign.ReadJournal(filepath.Join(resume, "journal.jsonl"))
+				if err != nil {
+					return fmt.Errorf("resume %s: %w", resume, err)
+				}
+				st, _, err := campaign.Replay(recs)
+				if err != nil {
+					return fmt.Errorf("resume %s: %w", resume, err)
+				}
+				target = st.Target
+				cfg.OutDir, cfg.Resume, cfg.GoTests = resume, true, st.GoTests
+				t, p, err := rf.resolve(g, target)
+				if err != nil {
+					return err
+				}
+				t.Properties = st.Properties
+				cfg.Target, cfg.Provider = t, p
+				// Clusters of the killed run are gone with their owner; collect what they left.
+				if _, err := local.GC(cmd.Context(), p.Options.StateRoot); err != nil {
+					g.logger().Warn("collect clusters left by the killed run", "err", err)
+				}
+			} else {
+				if target == "" {
+					return errors.New("run: pass --target valkey or --target FILE (or --resume DIR)")
+				}
+				t, p, err := rf.resolve(g, target)
+				if err != nil {
+					return err
+				}
+				cfg.Target, cfg.Provider = t, p
+			}
+			wireCampaign(&cfg)
+			res, err := campaign.Run(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			if res.Alarms() > 0 {
+				return fmt.Errorf("%d alarm groups: see %s", res.Alarms(), res.Dir)
+			}
+			return nil
+		},
+	}
+	rf.add(cmd)
+	f := cmd.Flags()
+	f.StringVar(&target, "target", "", "built-in target name (valkey) or a target file (YAML, or Acto's config JSON)")
+	f.IntVar(&workers, "workers", 1, "parallel workers, each with its own embedded cluster")
+	f.Int64Var(&seed, "seed", 1, "random seed (plan and partitioning); recorded in the summary")
+	f.StringVar(&out, "out", "gauntlet-results", "results folder")
+	f.IntVar(&maxSteps, "max-steps", 0, "bound the planned steps (0: the whole plan)")
+	f.StringVar(&resume, "resume", "", "continue the campaign recorded in DIR")
+	f.BoolVar(&goTests, "go-tests", false, "emit a Go regression test per alarm group")
+	f.BoolVar(&shared, "shared-cluster", false, "run every worker in a namespace of one cluster")
+	f.BoolVar(&noDiff, "no-differential", false, "skip differential re-runs from S0")
+	f.BoolVar(&noMin, "no-minimize", false, "skip reproducer minimization")
+	f.DurationVar(&quietWin, "quiet-window", 0, "time without changes that counts as converged (default 3s)")
+	f.DurationVar(&timeout, "converge-timeout", 0, "hard convergence timeout per step (default 5m)")
+	return cmd
+}

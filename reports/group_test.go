@@ -1,0 +1,152 @@
+package reports
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/gauntlet-dev/gauntlet/model"
+)
+
+func TestGroup(t *testing.T) {
+	f := func(oracle, sig, step string, misop bool, sev model.Severity, summary string) model.Finding {
+		return model.Finding{Oracle: oracle, Signature: sig, Step: step, Misoperation: misop, Severity: sev, Summary: summary,
+			Evidence: []model.Evidence{{Path: "spec." + summary}}}
+	}
+	E, W := model.SeverityError, model.SeverityWarning
+	type group struct {
+		sig   string
+		misop bool
+		steps []string
+		count int
+		sum   string
+		sev   model.Severity
+	}
+	tests := []struct {
+		name string
+		in   []model.Finding
+		want []group
+	}{
+		{name: "none", in: nil, want: nil},
+		{
+			name: "one bug on many steps is one group, first seen by step order not input order",
+			in: []model.Finding{
+				f("consistency", "c-1", "w1/s12", false, E, "late"),
+				f("consistency", "c-1", "w0/s3", false, E, "first"),
+				f("consistency", "c-1", "w1/s3", false, E, "same index, later worker"),
+			},
+			want: []group{{sig: "c-1", steps: []string{"w0/s3", "w1/s3", "w1/s12"}, count: 3, sum: "first", sev: E}},
+		},
+		{
+			name: "a step counted once even when it fires twice",
+			in: []model.Finding{
+				f("health", "h-1", "w0/s2", false, W, "a"),
+				f("health", "h-1", "w0/s2", false, E, "b"),
+			},
+			want: []group{{sig: "h-1", steps: []string{"w0/s2"}, count: 2, sum: "a", sev: E}},
+		},
+		{
+			name: "misoperations apart from bugs, after them, even with the same signature",
+			in: []model.Finding{
+				f("health", "h-1", "w0/s1", true, E, "misop"),
+				f("health", "h-1", "w0/s9", false, E, "bug"),
+				f("consistency", "c-2", "w0/s4", false, E, "bug2"),
+			},
+			want: []group{
+				{sig: "c-2", steps: []string{"w0/s4"}, count: 1, sum: "bug2", sev: E},
+				{sig: "h-1", steps: []string{"w0/s9"}, count: 1, sum: "bug", sev: E},
+				{sig: "h-1", misop: true, steps: []string{"w0/s1"}, count: 1, sum: "misop", sev: E},
+			},
+		},
+		{
+			name: "ties on the first step break by signature",
+			in: []model.Finding{
+				f("stability", "z", "w0/s5", false, E, "z"),
+				f("consistency", "a", "w0/s5", false, E, "a"),
+			},
+			want: []group{
+				{sig: "a", steps: []string{"w0/s5"}, count: 1, sum: "a", sev: E},
+				{sig: "z", steps: []string{"w0/s5"}, count: 1, sum: "z", sev: E},
+			},
+		},
+		{
+			name: "malformed step ids sort last",
+			in: []model.Finding{
+				f("custom", "x", "weird", false, E, "x"),
+				f("custom", "y", "w3/s40", false, E, "y"),
+			},
+			want: []group{
+				{sig: "y", steps: []string{"w3/s40"}, count: 1, sum: "y", sev: E},
+				{sig: "x", steps: []string{"weird"}, count: 1, sum: "x", sev: E},
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			gs := Group(tc.in)
+			var got []group
+			for _, g := range gs {
+				got = append(got, group{sig: g.Signature, misop: g.Misoperation, steps: g.Steps, count: g.Count, sum: g.Summary, sev: g.Severity})
+				if len(g.Evidence) != 1 || g.Evidence[0].Path != "spec."+g.Summary {
+					t.Errorf("group %s evidence %v is not the first finding's", g.Signature, g.Evidence)
+				}
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("Group =\n%+v\nwant\n%+v", got, tc.want)
+			}
+			// Deterministic whatever the input order.
+			rev := append([]model.Finding(nil), tc.in...)
+			for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
+				rev[i], rev[j] = rev[j], rev[i]
+			}
+			var again []string
+			for _, g := range Group(rev) {
+				again = append(again, g.Signature)
+			}
+			var first []string
+			for _, g := range gs {
+				first = append(first, g.Signature)
+			}
+			if !reflect.DeepEqual(first, again) {
+				t.Errorf("order depends on input order: %v vs %v", first, again)
+			}
+		})
+	}
+}
+
+func TestGroupWithoutSignature(t *testing.T) {
+	gs := Group([]model.Finding{
+		{Oracle: "custom", Summary: "same", Step: "w0/s1"},
+		{Oracle: "custom", Summary: "same", Step: "w0/s2"},
+		{Oracle: "custom", Summary: "other", Step: "w0/s3"},
+	})
+	if len(gs) != 2 || gs[0].Count != 2 || gs[0].Signature == "" {
+		t.Fatalf("findings without signature: %+v", gs)
+	}
+}
+
+func TestSplitGroups(t *testing.T) {
+	bugs, mis := SplitGroups([]AlarmGroup{{Signature: "a"}, {Signature: "b", Misoperation: true}, {Signature: "c"}})
+	if len(bugs) != 2 || bugs[1].Signature != "c" || len(mis) != 1 || mis[0].Signature != "b" {
+		t.Fatalf("SplitGroups = %v, %v", bugs, mis)
+	}
+}
+
+func TestCompareSteps(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want int
+	}{
+		{"w0/s1", "w0/s2", -1},
+		{"w0/s10", "w0/s9", 1},
+		{"w1/s1", "w0/s2", -1},
+		{"w1/s2", "w0/s2", 1},
+		{"w0/s2", "w0/s2", 0},
+		{"x", "w0/s2", 1},
+		{"a", "b", -1},
+	}
+	for _, tc := range tests {
+		if got := compareSteps(tc.a, tc.b); got != tc.want {
+			t.Errorf("compareSteps(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,339 @@
+package reports
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
+)
+
+// pwn would mark the page if any campaign string were rendered as markup.
+const pwn = `<script>document.documentElement.setAttribute("data-pwned","1")</script><img src=x onerror="document.documentElement.setAttribute('data-pwned','2')">`
+
+// goldenSummary reads the golden summary.json (the file TestSummaryGolden pins)
+// and plants pwn in every kind of string the page shows.
+func goldenSummary(t *testing.T) Summary {
+	t.Helper()
+	b, err := os.ReadFile(summaryGolden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := UnmarshalSummary(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Target = "valkey " + pwn
+	s.Alarms[1].Summary += pwn
+	s.Alarms[1].Evidence[0].Detail = pwn
+	s.Alarms[1].Reproducer = "alarms/2" + pwn
+	s.Timeline[3].TestCase = pwn
+	s.Coverage.Properties[0].Path += pwn
+	return s
+}
+
+func renderGolden(t *testing.T) ([]byte, Summary) {
+	t.Helper()
+	s := goldenSummary(t)
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, s, sampleDetails()); err != nil {
+		t.Fatal(err)
+	}
+	if *reportOut != "" {
+		if err := os.WriteFile(*reportOut, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return buf.Bytes(), s
+}
+
+func walk(n *html.Node, f func(*html.Node)) {
+	f(n)
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		walk(c, f)
+	}
+}
+
+func attr(n *html.Node, key string) (string, bool) {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val, true
+		}
+	}
+	return "", false
+}
+
+func hasClass(n *html.Node, class string) bool {
+	v, _ := attr(n, "class")
+	for _, c := range strings.Fields(v) {
+		if c == class {
+			return true
+		}
+	}
+	return false
+}
+
+func textOf(n *html.Node) string {
+	var b strings.Builder
+	walk(n, func(m *html.Node) {
+		if m.Type == html.TextNode {
+			b.WriteString(m.Data)
+		}
+	})
+	return b.String()
+}
+
+func find(root *html.Node, pred func(*html.Node) bool) []*html.Node {
+	var out []*html.Node
+	walk(root, func(n *html.Node) {
+		if n.Type == html.ElementNode && pred(n) {
+			out = append(out, n)
+		}
+	})
+	return out
+}
+
+func byID(root *html.Node, id string) *html.Node {
+	ns := find(root, func(n *html.Node) bool { v, _ := attr(n, "id"); return v == id })
+	if len(ns) != 1 {
+		return nil
+	}
+	return ns[0]
+}
+
+func isElem(a atom.Atom) func(*html.Node) bool {
+	return func(n *html.Node) bool { return n.DataAtom == a }
+}
+
+// checkReportStructure checks a rendered (or browser-dumped) report.
+func checkReportStructure(t *testing.T, doc *html.Node, s Summary) {
+	t.Helper()
+	titles := find(doc, func(n *html.Node) bool { return n.DataAtom == atom.Title && n.Parent.DataAtom == atom.Head })
+	if len(titles) != 1 || !strings.Contains(textOf(titles[0]), "seed 42") || !strings.Contains(textOf(titles[0]), s.Target) {
+		t.Errorf("title = %q, want the target and seed", textOf(titles[0]))
+	}
+	for _, id := range []string{"alarms", "misoperations", "coverage", "timeline", "oracles", "timeline-chart", "timeline-table"} {
+		if byID(doc, id) == nil {
+			t.Errorf("no single element with id %q", id)
+		}
+	}
+	// Alarm groups in order, misoperations in their own section.
+	groups := func(section string) []*html.Node {
+		sec := byID(doc, section)
+		if sec == nil {
+			return nil
+		}
+		return find(sec, func(n *html.Node) bool { return n.DataAtom == atom.Article && hasClass(n, "group") })
+	}
+	bugs, misops := groups("alarms"), groups("misoperations")
+	if len(bugs) != len(s.Alarms) || len(misops) != len(s.Misoperations) {
+		t.Fatalf("rendered %d alarm and %d misoperation groups, want %d and %d", len(bugs), len(misops), len(s.Alarms), len(s.Misoperations))
+	}
+	for i, g := range s.Alarms {
+		if sig, _ := attr(bugs[i], "data-signature"); sig != g.Signature {
+			t.Errorf("alarm %d signature %q, want %q", i+1, sig, g.Signature)
+		}
+		h3 := find(bugs[i], isElem(atom.H3))
+		if len(h3) != 1 || textOf(h3[0]) != strings.ReplaceAll(g.Summary, "\x00", "\uFFFD") {
+			t.Errorf("alarm %d heading %q, want the summary %q as text", i+1, textOf(h3[0]), g.Summary)
+		}
+		if !strings.Contains(textOf(bugs[i]), g.Steps[0]) {
+			t.Errorf("alarm %d does not name its first step %s", i+1, g.Steps[0])
+		}
+	}
+	if !hasClass(misops[0], "misop") {
+		t.Error("misoperation group lacks the misop class")
+	}
+	// Diff views: the exporter group shows a line diff with added lines, the
+	// differential group a line diff of the config text, scalars inline.
+	diffs := find(bugs[0], func(n *html.Node) bool { return n.DataAtom == atom.Pre && hasClass(n, "diff") })
+	if len(diffs) != 1 || len(find(diffs[0], func(n *html.Node) bool { return hasClass(n, "add") })) == 0 {
+		t.Error("alarm 1 has no diff with added lines")
+	}
+	var confDiff *html.Node
+	for _, b := range bugs {
+		if strings.Contains(textOf(b), "valkey.conf") {
+			confDiff = b
+		}
+	}
+	if confDiff == nil {
+		t.Fatal("no differential group")
+	}
+	dels := find(confDiff, func(n *html.Node) bool { return hasClass(n, "del") && n.DataAtom == atom.Span })
+	if len(dels) != 1 || !strings.Contains(textOf(dels[0]), "maxmemory-policy noeviction") {
+		t.Errorf("config diff removed lines = %d, want the one noeviction line", len(dels))
+	}
+	// Coverage table and bar.
+	cov := byID(doc, "coverage")
+	rows := find(cov, func(n *html.Node) bool {
+		return n.DataAtom == atom.Tr && (hasClass(n, "covered") || hasClass(n, "uncovered"))
+	})
+	if len(rows) != len(s.Coverage.Properties) {
+		t.Errorf("coverage rows %d, want %d", len(rows), len(s.Coverage.Properties))
+	}
+	if un := find(cov, func(n *html.Node) bool { return hasClass(n, "uncovered") }); len(un) != 1 || !strings.Contains(textOf(un[0]), "spec.tls.enabled") {
+		t.Errorf("uncovered rows: %d, want spec.tls.enabled", len(un))
+	}
+	// Timeline chart: one linked bar per step, each link resolving to a row.
+	chart := byID(doc, "timeline-chart")
+	bars := find(chart, func(n *html.Node) bool { return n.Data == "rect" && hasClass(n, "bar") })
+	if len(bars) != len(s.Timeline) {
+		t.Errorf("chart has %d bars, want %d", len(bars), len(s.Timeline))
+	}
+	for _, b := range bars {
+		href, _ := attr(b.Parent, "href")
+		if !strings.HasPrefix(href, "#step-") || byID(doc, strings.TrimPrefix(href, "#")) == nil {
+			t.Errorf("bar links to %q, which is no step row", href)
+		}
+	}
+	trs := find(byID(doc, "timeline-table"), func(n *html.Node) bool {
+		v, _ := attr(n, "id")
+		return n.DataAtom == atom.Tr && strings.HasPrefix(v, "step-")
+	})
+	if len(trs) != len(s.Timeline) {
+		t.Errorf("timeline table has %d step rows, want %d", len(trs), len(s.Timeline))
+	}
+	// Self-contained: one inline script, one inline style, nothing fetched.
+	if n := len(find(doc, isElem(atom.Script))); n != 1 {
+		t.Errorf("%d <script> elements, want exactly the report's own (campaign strings must be escaped)", n)
+	}
+	if n := len(find(doc, isElem(atom.Img))); n != 0 {
+		t.Errorf("%d <img> elements: campaign strings must be escaped", n)
+	}
+	walk(doc, func(n *html.Node) {
+		if n.Type != html.ElementNode {
+			return
+		}
+		for _, a := range n.Attr {
+			switch {
+			case a.Key == "src" || n.DataAtom == atom.Link || strings.HasPrefix(a.Key, "on"):
+				t.Errorf("<%s %s=%q> loads or runs something", n.Data, a.Key, a.Val)
+			case a.Key == "href" && !strings.HasPrefix(a.Val, "#"):
+				t.Errorf("<%s href=%q> leaves the page", n.Data, a.Val)
+			}
+		}
+	})
+	for _, id := range []string{"alarms", "misoperations", "coverage", "timeline", "oracles"} {
+		if len(find(doc, func(n *html.Node) bool { v, _ := attr(n, "href"); return v == "#"+id })) == 0 {
+			t.Errorf("no link to #%s", id)
+		}
+	}
+}
+
+func TestWriteHTMLStructure(t *testing.T) {
+	page, s := renderGolden(t)
+	doc, err := html.Parse(bytes.NewReader(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkReportStructure(t, doc, s)
+
+	// The Content-Security-Policy allows exactly the inline style and script.
+	var csp string
+	for _, m := range find(doc, isElem(atom.Meta)) {
+		if v, _ := attr(m, "http-equiv"); v == "Content-Security-Policy" {
+			csp, _ = attr(m, "content")
+		}
+	}
+	hash := func(s string) string { h := sha256.Sum256([]byte(s)); return base64.StdEncoding.EncodeToString(h[:]) }
+	style := find(doc, isElem(atom.Style))
+	script := find(doc, isElem(atom.Script))
+	if len(style) != 1 || len(script) != 1 {
+		t.Fatalf("%d styles and %d scripts", len(style), len(script))
+	}
+	for _, want := range []string{"default-src 'none'", "'sha256-" + hash(textOf(style[0])) + "'", "'sha256-" + hash(textOf(script[0])) + "'"} {
+		if !strings.Contains(csp, want) {
+			t.Errorf("CSP %q lacks %s", csp, want)
+		}
+	}
+	// No external address anywhere in the page.
+	if m := regexp.MustCompile(`(?i)(https?:)?//[a-z0-9.-]+\.[a-z]{2,}/`).Find(page); m != nil {
+		t.Errorf("page mentions an external address: %s", m)
+	}
+}
+
+func TestWriteHTMLEmpty(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, Summary{Target: "t"}, Details{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"No alarm: every transition passed every oracle.", "No step was recorded.", "No alarm on a misoperation."} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("empty report lacks %q", want)
+		}
+	}
+}
+
+// TestReportInChromium opens the report in headless Chromium and checks, in the
+// DOM the browser built, that the alarm groups rendered, that the report's
+// script ran under its Content-Security-Policy, and that no campaign string
+// ran as code.
+func TestReportInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: skipping the headless browser check")
+	}
+	var browser string
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			browser = p
+			break
+		}
+	}
+	if browser == "" {
+		t.Skip("Chromium is not installed (Debian: apt-get install -y chromium): skipping the headless browser check of report.html")
+	}
+	page, s := renderGolden(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, HTMLFile)
+	if err := os.WriteFile(file, page, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, browser,
+		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--disable-breakpad", "--disable-crash-reporter",
+		"--user-data-dir="+filepath.Join(dir, "profile"),
+		"--virtual-time-budget=2000", "--dump-dom", "file://"+file)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	// Chromium's helpers share its process group: make sure none outlives it.
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	if err != nil {
+		t.Fatalf("%s --dump-dom: %v\n%s", browser, err, stderr.String())
+	}
+	dom := stdout.Bytes()
+	doc, err := html.Parse(bytes.NewReader(dom))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := find(doc, isElem(atom.Html))
+	if len(root) != 1 {
+		t.Fatalf("dumped DOM has %d <html> elements:\n%.400s", len(root), dom)
+	}
+	ready, _ := attr(root[0], "data-report-ready")
+	if want := len(s.Alarms) + len(s.Misoperations); ready != strconv.Itoa(want) {
+		t.Errorf("data-report-ready=%q, want %d: the report's script did not run (CSP hash mismatch?) or saw other groups\n%s", ready, want, stderr.String())
+	}
+	if v, ok := attr(root[0], "data-pwned"); ok {
+		t.Fatalf("a campaign string ran as code in the browser (data-pwned=%s)", v)
+	}
+	checkReportStructure(t, doc, s)
+}

@@ -1,0 +1,561 @@
+// Package reports turns a campaign's record into what a person acts on: the
+// results folder's summary.json, a junit.xml for CI, a self-contained
+// report.html, alarm groups (one bug seen on many steps is one group), and
+// reproducers emitted as standalone Go regression tests.
+//
+// The campaign engine fills a Summary (Build derives most of it from the steps
+// and findings it recorded) and hands it to WriteSummary, WriteJUnit and
+// WriteHTML. Nothing here talks to a cluster or needs a browser at run time.
+package reports
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/gauntlet-dev/gauntlet/model"
+)
+
+// SummaryFormat is the version of summary.json this package writes. ReadSummary
+// refuses a newer one.
+const SummaryFormat = 1
+
+// SummaryFile is the summary's file name inside a results folder.
+const SummaryFile = "summary.json"
+
+// Summary is summary.json: what a campaign did and found, in a stable shape that
+// CI scripts can read (field order is the struct's; slices are sorted).
+type Summary struct {
+	// Format is SummaryFormat when written by this package.
+	Format     int    `json:"format"`
+	CampaignID string `json:"campaignId"`
+	// Target names the operator under test (a target name or a target file).
+	Target string `json:"target"`
+	// Seed fixes every random choice; the campaign replays with it.
+	Seed     int64     `json:"seed"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished,omitzero"`
+	Workers  int       `json:"workers"`
+	// StepsPlanned and StepsDone count transitions (every kind of step).
+	StepsPlanned int `json:"stepsPlanned"`
+	StepsDone    int `json:"stepsDone"`
+	// Oracles has one entry per oracle that ran, sorted by name, including those
+	// that found nothing.
+	Oracles []OracleCount `json:"oracles"`
+	// Alarms are the bug groups, Misoperations the groups raised on steps that
+	// declared a misoperation; both in Group's order.
+	Alarms        []AlarmGroup `json:"alarms"`
+	Misoperations []AlarmGroup `json:"misoperations"`
+	Coverage      Coverage     `json:"coverage"`
+	// TransitionsPerHour is StepsDone over the campaign's wall-clock time.
+	TransitionsPerHour float64 `json:"transitionsPerHour"`
+	// HarnessOverhead is the harness's own time per step beyond the operator's
+	// convergence (apply, snapshot, oracles, journal).
+	HarnessOverhead Overhead `json:"harnessOverhead"`
+	// Timeline has one entry per step done, sorted by start time, then worker and index.
+	Timeline []TimelineEntry `json:"timeline"`
+}
+
+// OracleCount is how much one oracle found.
+type OracleCount struct {
+	Oracle string `json:"oracle"`
+	// Findings counts bug findings (one per failing step), Groups the distinct bugs.
+	Findings int `json:"findings"`
+	Groups   int `json:"groups"`
+	// MisoperationFindings and MisoperationGroups count the same on misoperation steps.
+	MisoperationFindings int `json:"misoperationFindings"`
+	MisoperationGroups   int `json:"misoperationGroups"`
+}
+
+// AlarmGroup is every finding that shares a signature: one bug, however many
+// steps it failed.
+type AlarmGroup struct {
+	Signature string         `json:"signature"`
+	Oracle    string         `json:"oracle"`
+	Severity  model.Severity `json:"severity"`
+	// Summary is the first finding's summary.
+	Summary string `json:"summary"`
+	// Count is the number of findings in the group; Steps the distinct steps
+	// (Step.ID()) in step order, so Steps[0] is where it was first seen.
+	Count int      `json:"count"`
+	Steps []string `json:"steps"`
+	// Evidence is the first finding's evidence.
+	Evidence     []model.Evidence `json:"evidence,omitempty"`
+	Misoperation bool             `json:"misoperation,omitempty"`
+	// Reproducer is the reproducer's folder relative to the results folder
+	// ("alarms/3"), GoTest the generated Go test file, when there is one.
+	Reproducer string `json:"reproducer,omitempty"`
+	GoTest     string `json:"goTest,omitempty"`
+	// ReproducerSteps is the length of the minimized sequence; Confirmed is set
+	// when re-running it raised the alarm again.
+	ReproducerSteps int  `json:"reproducerSteps,omitempty"`
+	Confirmed       bool `json:"confirmed,omitempty"`
+}
+
+// TimelineEntry is one step of one worker.
+type TimelineEntry struct {
+	Worker int            `json:"worker"`
+	Index  int            `json:"index"`
+	Kind   model.StepKind `json:"kind"`
+	// TestCase is the inputgen test case the step executed, if any.
+	TestCase     string    `json:"testCase,omitempty"`
+	Misoperation bool      `json:"misoperation,omitempty"`
+	Started      time.Time `json:"started"`
+	// Converge is how long the system took to converge (zero when TimedOut).
+	Converge Duration `json:"convergeSeconds"`
+	TimedOut bool     `json:"timedOut,omitempty"`
+	// Overhead is the harness's time on the step beyond Converge, when measured.
+	Overhead Duration `json:"overheadSeconds,omitzero"`
+	// Findings counts the findings raised on the step (bugs and misoperations).
+	Findings int `json:"findings"`
+	// Changed lists the CR property paths the step changed.
+	Changed []string `json:"changed,omitempty"`
+}
+
+// ID is the step's Step.ID(): "w<worker>/s<index>".
+func (e TimelineEntry) ID() string {
+	s := model.Step{Worker: e.Worker, Index: e.Index}
+	return s.ID()
+}
+
+// Coverage is property coverage: a property is covered once an executed step
+// changed it (directly, or through one of its test cases).
+type Coverage struct {
+	Total   int `json:"total"`
+	Covered int `json:"covered"`
+	// Properties are sorted by path.
+	Properties []PropertyCoverage `json:"properties"`
+}
+
+// Percent is Covered/Total in percent (100 when there is nothing to cover).
+func (c Coverage) Percent() float64 {
+	if c.Total == 0 {
+		return 100
+	}
+	return 100 * float64(c.Covered) / float64(c.Total)
+}
+
+// PropertyCoverage is one CR property: the test cases planned for it and the
+// steps that changed it.
+type PropertyCoverage struct {
+	Path      string   `json:"path"`
+	TestCases []string `json:"testCases,omitempty"`
+	Steps     []string `json:"steps,omitempty"`
+}
+
+// Covered reports whether a step changed the property.
+func (p PropertyCoverage) Covered() bool { return len(p.Steps) > 0 }
+
+// Overhead summarises the harness's per-step overhead.
+type Overhead struct {
+	// Steps is how many steps had a measured overhead.
+	Steps int      `json:"steps"`
+	Mean  Duration `json:"meanSeconds"`
+	P50   Duration `json:"p50Seconds"`
+	P95   Duration `json:"p95Seconds"`
+	Max   Duration `json:"maxSeconds"`
+}
+
+// Duration is a time.Duration written to JSON as seconds (a number, to the
+// millisecond), so that CI scripts can compute with it.
+type Duration time.Duration
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// Seconds returns d in seconds.
+func (d Duration) Seconds() float64 { return time.Duration(d).Seconds() }
+
+// String formats d as time.Duration does, rounded to the millisecond.
+func (d Duration) String() string { return time.Duration(d).Round(time.Millisecond).String() }
+
+// MarshalJSON writes d as seconds with millisecond precision.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	ms := time.Duration(d).Round(time.Millisecond).Milliseconds()
+	return []byte(strconv.FormatFloat(float64(ms)/1000, 'f', -1, 64)), nil
+}
+
+// UnmarshalJSON reads seconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	f, err := strconv.ParseFloat(string(b), 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > math.MaxInt64/float64(time.Second) {
+		return fmt.Errorf("duration %s: want a number of seconds", b)
+	}
+	*d = Duration(math.Round(f * float64(time.Second)))
+	return nil
+}
+
+// ErrNewerSummary is returned by ReadSummary for a summary written by a newer
+// Gauntlet, whose fields this version cannot interpret.
+var ErrNewerSummary = errors.New("summary.json was written by a newer Gauntlet (format above " + strconv.Itoa(SummaryFormat) + "): read it with that version")
+
+// MarshalSummary encodes s as WriteSummary writes it: indented JSON with a
+// trailing newline, nil slices written as [] so readers need no null checks.
+func MarshalSummary(s Summary) ([]byte, error) {
+	s = normalize(s)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s); err != nil {
+		return nil, fmt.Errorf("encode summary: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// WriteSummary writes s to dir/summary.json atomically (a temporary file synced
+// and renamed over the old one), so a reader never sees half a summary.
+func WriteSummary(dir string, s Summary) error {
+	b, err := MarshalSummary(s)
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(dir, SummaryFile), b); err != nil {
+		return fmt.Errorf("write summary: %w", err)
+	}
+	return nil
+}
+
+// ReadSummary reads dir/summary.json strictly: unknown fields and trailing data
+// are errors, and so is a summary from a newer format.
+func ReadSummary(dir string) (Summary, error) {
+	path := filepath.Join(dir, SummaryFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Summary{}, fmt.Errorf("read summary: %w (is %s a results folder?)", err, dir)
+	}
+	s, err := UnmarshalSummary(b)
+	if err != nil {
+		return Summary{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}
+
+// UnmarshalSummary decodes a summary.json document as ReadSummary does.
+func UnmarshalSummary(b []byte) (Summary, error) {
+	var probe struct {
+		Format int `json:"format"`
+	}
+	if err := json.NewDecoder(bytes.NewReader(b)).Decode(&probe); err != nil {
+		return Summary{}, fmt.Errorf("decode summary: %w", err)
+	}
+	if probe.Format > SummaryFormat {
+		return Summary{}, fmt.Errorf("format %d: %w", probe.Format, ErrNewerSummary)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var s Summary
+	if err := dec.Decode(&s); err != nil {
+		return Summary{}, fmt.Errorf("decode summary: %w", err)
+	}
+	if dec.More() {
+		return Summary{}, errors.New("decode summary: trailing data after the JSON document")
+	}
+	return s, nil
+}
+
+// normalize fills Format and turns nil slices into empty ones.
+func normalize(s Summary) Summary {
+	if s.Format == 0 {
+		s.Format = SummaryFormat
+	}
+	if s.Oracles == nil {
+		s.Oracles = []OracleCount{}
+	}
+	if s.Alarms == nil {
+		s.Alarms = []AlarmGroup{}
+	}
+	if s.Misoperations == nil {
+		s.Misoperations = []AlarmGroup{}
+	}
+	if s.Coverage.Properties == nil {
+		s.Coverage.Properties = []PropertyCoverage{}
+	}
+	if s.Timeline == nil {
+		s.Timeline = []TimelineEntry{}
+	}
+	for _, gs := range [][]AlarmGroup{s.Alarms, s.Misoperations} {
+		for i := range gs {
+			if gs[i].Steps == nil {
+				gs[i].Steps = []string{}
+			}
+		}
+	}
+	return s
+}
+
+func writeFileAtomic(path string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // no-op after the rename
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		_ = d.Sync() // best effort: make the rename durable
+		d.Close()
+	}
+	return nil
+}
+
+// StepRecord is one executed step as Build needs it: the recorded step and the
+// harness's own time on it beyond convergence (zero when not measured).
+type StepRecord struct {
+	Step     model.Step
+	Overhead time.Duration
+}
+
+// PropertyPlan is one CR property the plan meant to change, with its test cases.
+type PropertyPlan struct {
+	Path      string
+	TestCases []string
+}
+
+// BuildInput is what a campaign recorded; Build derives a Summary from it.
+type BuildInput struct {
+	CampaignID   string
+	Target       string
+	Seed         int64
+	Started      time.Time
+	Finished     time.Time
+	Workers      int
+	StepsPlanned int
+	// Oracles names every oracle that ran (so one that found nothing is listed).
+	Oracles    []string
+	Steps      []StepRecord
+	Findings   []model.Finding
+	Properties []PropertyPlan
+}
+
+// Build derives a Summary: counts per oracle, alarm and misoperation groups,
+// property coverage, the timeline, transitions per hour and harness overhead.
+// Reproducer paths are left for the caller to fill in on the groups.
+func Build(in BuildInput) Summary {
+	s := Summary{
+		Format:       SummaryFormat,
+		CampaignID:   in.CampaignID,
+		Target:       in.Target,
+		Seed:         in.Seed,
+		Started:      in.Started,
+		Finished:     in.Finished,
+		Workers:      in.Workers,
+		StepsPlanned: in.StepsPlanned,
+		StepsDone:    len(in.Steps),
+	}
+	groups := Group(in.Findings)
+	s.Alarms, s.Misoperations = SplitGroups(groups)
+	s.Oracles = countOracles(in.Oracles, in.Findings, groups)
+	s.Timeline = buildTimeline(in.Steps, in.Findings)
+	s.Coverage = buildCoverage(in.Properties, in.Steps)
+	if !in.Finished.IsZero() && in.Finished.After(in.Started) {
+		h := in.Finished.Sub(in.Started).Hours()
+		s.TransitionsPerHour = math.Round(float64(len(in.Steps))/h*10) / 10
+	}
+	var over []time.Duration
+	for _, r := range in.Steps {
+		if r.Overhead > 0 {
+			over = append(over, r.Overhead)
+		}
+	}
+	s.HarnessOverhead = OverheadStats(over)
+	return normalize(s)
+}
+
+// OverheadStats summarises per-step overheads (mean, median, 95th percentile
+// by nearest rank, maximum).
+func OverheadStats(ds []time.Duration) Overhead {
+	if len(ds) == 0 {
+		return Overhead{}
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	var sum time.Duration
+	for _, d := range s {
+		sum += d
+	}
+	rank := func(p float64) time.Duration {
+		i := int(math.Ceil(p*float64(len(s)))) - 1
+		return s[max(0, min(i, len(s)-1))]
+	}
+	return Overhead{
+		Steps: len(s),
+		Mean:  Duration(sum / time.Duration(len(s))),
+		P50:   Duration(rank(0.50)),
+		P95:   Duration(rank(0.95)),
+		Max:   Duration(s[len(s)-1]),
+	}
+}
+
+func countOracles(names []string, findings []model.Finding, groups []AlarmGroup) []OracleCount {
+	by := map[string]*OracleCount{}
+	get := func(n string) *OracleCount {
+		c := by[n]
+		if c == nil {
+			c = &OracleCount{Oracle: n}
+			by[n] = c
+		}
+		return c
+	}
+	for _, n := range names {
+		get(n)
+	}
+	for _, f := range findings {
+		c := get(f.Oracle)
+		if f.Misoperation {
+			c.MisoperationFindings++
+		} else {
+			c.Findings++
+		}
+	}
+	for _, g := range groups {
+		c := get(g.Oracle)
+		if g.Misoperation {
+			c.MisoperationGroups++
+		} else {
+			c.Groups++
+		}
+	}
+	out := make([]OracleCount, 0, len(by))
+	for _, c := range by {
+		out = append(out, *c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Oracle < out[j].Oracle })
+	return out
+}
+
+func buildTimeline(steps []StepRecord, findings []model.Finding) []TimelineEntry {
+	perStep := map[string]int{}
+	for _, f := range findings {
+		perStep[f.Step]++
+	}
+	out := make([]TimelineEntry, 0, len(steps))
+	for _, r := range steps {
+		st := r.Step
+		out = append(out, TimelineEntry{
+			Worker:       st.Worker,
+			Index:        st.Index,
+			Kind:         st.Kind,
+			TestCase:     st.TestCase,
+			Misoperation: st.Misoperation,
+			Started:      st.Started,
+			Converge:     Duration(st.ConvergeTime()),
+			TimedOut:     st.TimedOut,
+			Overhead:     Duration(r.Overhead),
+			Findings:     perStep[st.ID()],
+			Changed:      append([]string(nil), st.Changed...),
+		})
+	}
+	SortTimeline(out)
+	return out
+}
+
+// SortTimeline orders entries by start time, then worker, then index.
+func SortTimeline(t []TimelineEntry) {
+	sort.SliceStable(t, func(i, j int) bool {
+		a, b := t[i], t[j]
+		if !a.Started.Equal(b.Started) {
+			return a.Started.Before(b.Started)
+		}
+		if a.Worker != b.Worker {
+			return a.Worker < b.Worker
+		}
+		return a.Index < b.Index
+	})
+}
+
+// coversProperties says which step kinds count for property coverage: those
+// that declare a new desired state from the plan.
+func coversProperties(k model.StepKind) bool {
+	return k == model.StepApply || k == model.StepRecreate
+}
+
+func buildCoverage(props []PropertyPlan, steps []StepRecord) Coverage {
+	byPath := map[string]*PropertyCoverage{}
+	for _, p := range props {
+		pc := byPath[p.Path]
+		if pc == nil {
+			pc = &PropertyCoverage{Path: p.Path}
+			byPath[p.Path] = pc
+		}
+		pc.TestCases = append(pc.TestCases, p.TestCases...)
+	}
+	byCase := map[string][]*PropertyCoverage{}
+	for _, pc := range byPath {
+		pc.TestCases = sortedUnique(pc.TestCases)
+		for _, tc := range pc.TestCases {
+			byCase[tc] = append(byCase[tc], pc)
+		}
+	}
+	ordered := append([]StepRecord(nil), steps...)
+	sort.SliceStable(ordered, func(i, j int) bool {
+		return compareSteps(ordered[i].Step.ID(), ordered[j].Step.ID()) < 0
+	})
+	for _, r := range ordered {
+		st := r.Step
+		if !coversProperties(st.Kind) {
+			continue
+		}
+		hit := map[*PropertyCoverage]bool{}
+		for _, pc := range byCase[st.TestCase] {
+			hit[pc] = true
+		}
+		for _, c := range st.Changed {
+			if pc := byPath[c]; pc != nil {
+				hit[pc] = true
+			}
+		}
+		for pc := range hit {
+			pc.Steps = append(pc.Steps, st.ID())
+		}
+	}
+	cov := Coverage{Total: len(byPath), Properties: make([]PropertyCoverage, 0, len(byPath))}
+	for _, pc := range byPath {
+		if pc.Covered() {
+			cov.Covered++
+		}
+		cov.Properties = append(cov.Properties, *pc)
+	}
+	sort.Slice(cov.Properties, func(i, j int) bool { return cov.Properties[i].Path < cov.Properties[j].Path })
+	return cov
+}
+
+func sortedUnique(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	n := 1
+	for i := 1; i < len(out); i++ {
+		if out[i] != out[n-1] {
+			out[n] = out[i]
+			n++
+		}
+	}
+	return out[:n]
+}

@@ -1,0 +1,264 @@
+package reports
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gauntlet-dev/gauntlet/model"
+)
+
+const summaryGolden = "testdata/summary.golden.json"
+
+// TestSummaryGolden pins summary.json's shape: field order, indentation,
+// durations in seconds. Run with -update after an intended change.
+func TestSummaryGolden(t *testing.T) {
+	got, err := MarshalSummary(sampleSummary())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *update {
+		if err := os.WriteFile(summaryGolden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(summaryGolden)
+	if err != nil {
+		t.Fatalf("%v (run go test ./reports -run TestSummaryGolden -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("summary.json differs from %s (run with -update if the change is intended):\n%s", summaryGolden, firstDiff(string(want), string(got)))
+	}
+}
+
+func firstDiff(want, got string) string {
+	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := 0; i < len(wl) || i < len(gl); i++ {
+		var w, g string
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if w != g {
+			return "line " + strconv.Itoa(i+1) + ":\n- " + w + "\n+ " + g
+		}
+	}
+	return "(no line differs)"
+}
+
+func TestWriteReadSummaryRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	in := sampleSummary()
+	if err := WriteSummary(dir, in); err != nil {
+		t.Fatal(err)
+	}
+	out, err := ReadSummary(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Times come back in their recorded zone, durations to the millisecond.
+	a, _ := MarshalSummary(in)
+	b, _ := MarshalSummary(out)
+	if !bytes.Equal(a, b) {
+		t.Fatalf("round trip changed the summary:\n%s", firstDiff(string(a), string(b)))
+	}
+	if !out.Started.Equal(in.Started) || out.Seed != in.Seed || len(out.Alarms) != len(in.Alarms) {
+		t.Fatalf("round trip lost fields: %+v", out)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].Name() != SummaryFile {
+		t.Fatalf("results folder holds %v, want only %s (no temporary file left)", entries, SummaryFile)
+	}
+}
+
+func TestReadSummaryRejects(t *testing.T) {
+	good, err := MarshalSummary(Summary{Target: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		doc     string
+		wantErr string
+		is      error
+	}{
+		{"unknown field", strings.Replace(string(good), `"target"`, `"targget"`, 1), "unknown field", nil},
+		{"newer format", strings.Replace(string(good), `"format": 1`, `"format": 99`, 1), "newer Gauntlet", ErrNewerSummary},
+		{"trailing data", string(good) + "{}", "trailing data", nil},
+		{"not json", "nope", "decode summary", nil},
+		{"bad duration", strings.Replace(string(good), `"meanSeconds": 0`, `"meanSeconds": "1s"`, 1), "seconds", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, SummaryFile), []byte(tc.doc), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := ReadSummary(dir)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("ReadSummary = %v, want an error containing %q", err, tc.wantErr)
+			}
+			if tc.is != nil && !errors.Is(err, tc.is) {
+				t.Fatalf("error %v is not %v", err, tc.is)
+			}
+		})
+	}
+	if _, err := ReadSummary(t.TempDir()); err == nil || !strings.Contains(err.Error(), "results folder") {
+		t.Fatalf("missing summary: %v", err)
+	}
+}
+
+func TestDurationJSON(t *testing.T) {
+	tests := []struct {
+		d    time.Duration
+		json string
+	}{
+		{0, "0"},
+		{1500 * time.Millisecond, "1.5"},
+		{90 * time.Second, "90"},
+		{1234567 * time.Microsecond, "1.235"},
+		{-2 * time.Second, "-2"},
+	}
+	for _, tc := range tests {
+		b, err := json.Marshal(Duration(tc.d))
+		if err != nil || string(b) != tc.json {
+			t.Errorf("marshal %v = %s, %v; want %s", tc.d, b, err, tc.json)
+		}
+		var back Duration
+		if err := json.Unmarshal(b, &back); err != nil || back.D() != tc.d.Round(time.Millisecond) {
+			t.Errorf("unmarshal %s = %v, %v", b, back.D(), err)
+		}
+	}
+	for _, bad := range []string{`"1s"`, `null`, `1e300`} {
+		var d Duration
+		if err := json.Unmarshal([]byte(bad), &d); err == nil {
+			t.Errorf("unmarshal %s accepted", bad)
+		}
+	}
+}
+
+func TestBuild(t *testing.T) {
+	s := Build(sampleInput())
+	if s.StepsDone != 24 || s.StepsPlanned != 26 || s.Workers != 2 || s.Seed != 42 {
+		t.Fatalf("header: done %d planned %d workers %d seed %d", s.StepsDone, s.StepsPlanned, s.Workers, s.Seed)
+	}
+	if len(s.Alarms) != 5 || len(s.Misoperations) != 1 {
+		t.Fatalf("alarms %d misoperations %d, want 5 and 1", len(s.Alarms), len(s.Misoperations))
+	}
+	wantOracles := []OracleCount{
+		{Oracle: "consistency", Findings: 5, Groups: 2},
+		{Oracle: "differential", Findings: 1, Groups: 1},
+		{Oracle: "health", MisoperationFindings: 1, MisoperationGroups: 1},
+		{Oracle: "recovery", Findings: 1, Groups: 1},
+		{Oracle: "stability", Findings: 1, Groups: 1},
+	}
+	if !reflect.DeepEqual(s.Oracles, wantOracles) {
+		t.Errorf("oracles = %+v\nwant %+v", s.Oracles, wantOracles)
+	}
+	// Coverage: every property but spec.tls.enabled; rollback, fault and
+	// differential steps do not count.
+	if s.Coverage.Total != 9 || s.Coverage.Covered != 8 {
+		t.Errorf("coverage %d/%d, want 8/9", s.Coverage.Covered, s.Coverage.Total)
+	}
+	for _, p := range s.Coverage.Properties {
+		switch p.Path {
+		case "spec.tls.enabled":
+			if p.Covered() {
+				t.Errorf("spec.tls.enabled covered by %v", p.Steps)
+			}
+		case "spec.exporter.enabled":
+			if want := []string{"w0/s3", "w0/s4", "w1/s5", "w1/s6"}; !reflect.DeepEqual(p.Steps, want) {
+				t.Errorf("spec.exporter.enabled steps = %v, want %v (rollbacks excluded, step order)", p.Steps, want)
+			}
+			if want := []string{"exporter-off", "exporter-on"}; !reflect.DeepEqual(p.TestCases, want) {
+				t.Errorf("test cases = %v, want %v", p.TestCases, want)
+			}
+		case "spec.config":
+			// Covered through its test case although no step changed the path itself.
+			if !p.Covered() {
+				t.Errorf("spec.config not covered through test case config-maxmemory")
+			}
+		}
+	}
+	if len(s.Timeline) != 24 {
+		t.Fatalf("timeline has %d entries", len(s.Timeline))
+	}
+	for i := 1; i < len(s.Timeline); i++ {
+		if s.Timeline[i].Started.Before(s.Timeline[i-1].Started) {
+			t.Fatalf("timeline not sorted by start at %d", i)
+		}
+	}
+	byID := map[string]TimelineEntry{}
+	for _, e := range s.Timeline {
+		byID[e.ID()] = e
+	}
+	if e := byID["w0/s5"]; e.Findings != 2 || e.Kind != model.StepRollback {
+		t.Errorf("w0/s5 = %+v, want a rollback with 2 findings", e)
+	}
+	if e := byID["w0/s7"]; !e.TimedOut || e.Converge != 0 || !e.Misoperation {
+		t.Errorf("w0/s7 = %+v, want a timed-out misoperation", e)
+	}
+	if e := byID["w1/s2"]; e.Converge.D() != 58*time.Second {
+		t.Errorf("w1/s2 converge = %v", e.Converge)
+	}
+	if s.TransitionsPerHour <= 0 {
+		t.Errorf("transitions per hour = %v", s.TransitionsPerHour)
+	}
+	if o := s.HarnessOverhead; o.Steps != 24 || o.P50 > o.P95 || o.P95 > o.Max || o.Mean <= 0 {
+		t.Errorf("overhead = %+v", o)
+	}
+}
+
+func TestBuildEmpty(t *testing.T) {
+	s := Build(BuildInput{Target: "t"})
+	b, err := MarshalSummary(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"alarms": []`, `"misoperations": []`, `"timeline": []`, `"oracles": []`, `"properties": []`} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("empty summary lacks %s:\n%s", want, b)
+		}
+	}
+	if bytes.Contains(b, []byte(`"finished"`)) {
+		t.Errorf("an unfinished campaign writes a finished time:\n%s", b)
+	}
+	if s.Coverage.Percent() != 100 || s.TransitionsPerHour != 0 {
+		t.Errorf("empty coverage %v%%, rate %v", s.Coverage.Percent(), s.TransitionsPerHour)
+	}
+}
+
+func TestOverheadStats(t *testing.T) {
+	ms := func(v ...int) []time.Duration {
+		var out []time.Duration
+		for _, x := range v {
+			out = append(out, time.Duration(x)*time.Millisecond)
+		}
+		return out
+	}
+	tests := []struct {
+		in   []time.Duration
+		want Overhead
+	}{
+		{nil, Overhead{}},
+		{ms(500), Overhead{Steps: 1, Mean: Duration(500 * time.Millisecond), P50: Duration(500 * time.Millisecond), P95: Duration(500 * time.Millisecond), Max: Duration(500 * time.Millisecond)}},
+		{ms(400, 100, 300, 200), Overhead{Steps: 4, Mean: Duration(250 * time.Millisecond), P50: Duration(200 * time.Millisecond), P95: Duration(400 * time.Millisecond), Max: Duration(400 * time.Millisecond)}},
+	}
+	for _, tc := range tests {
+		if got := OverheadStats(tc.in); got != tc.want {
+			t.Errorf("OverheadStats(%v) = %+v, want %+v", tc.in, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,57 @@
+package targets
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+)
+
+// BuiltinNames lists the built-in targets.
+var BuiltinNames = []string{"valkey"}
+
+// Builtin returns a built-in target by name, reading its files from the
+// Gauntlet repository at repoRoot (the folder holding go.mod).
+func Builtin(repoRoot, name string) (*Target, error) {
+	switch name {
+	case "valkey":
+		return Valkey(repoRoot)
+	}
+	return nil, fmt.Errorf("no built-in target %q: built-in targets are %v; or pass a target file", name, BuiltinNames)
+}
+
+// Valkey is the bundled Valkey operator: its CRD, the sample ValkeyCluster as
+// seed, operator/config/default as deploy manifests (CRDs, RBAC, Deployment),
+// the operator pods' selector, and value pools for images.
+func Valkey(repoRoot string) (*Target, error) {
+	cfg := filepath.Join(repoRoot, "operator", "config")
+	t := &Target{
+		Name:     "valkey",
+		Source:   "builtin:valkey",
+		CRDFiles: []string{filepath.Join(cfg, "crd", "bases", "valkey.gauntlet.dev_valkeyclusters.yaml")},
+		Kind:     "ValkeyCluster",
+		Version:  "v1alpha1",
+		Deploy: []DeployStep{{
+			Manifests: filepath.Join(cfg, "default"),
+			Operator:  true,
+			Wait: []WaitCondition{
+				{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Name: "valkeyclusters.valkey.gauntlet.dev", Condition: "Established", Timeout: time.Minute},
+				{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "valkey-operator-system", Name: "valkey-operator", Timeout: 3 * time.Minute},
+			},
+		}},
+		Operator: Operator{
+			Image:     "ghcr.io/gauntlet-dev/valkey-operator:dev",
+			Namespace: "valkey-operator-system",
+			Labels:    map[string]string{"app.kubernetes.io/name": "valkey-operator"},
+		},
+		Values: map[string][]any{
+			"spec.image": {"valkey/valkey:8.0", "valkey/valkey:8.1"},
+		},
+	}
+	if err := t.loadSeedAndExamples(filepath.Join(cfg, "samples", "valkeycluster.yaml"), nil); err != nil {
+		return nil, fmt.Errorf("built-in target valkey (repository at %s): %w", repoRoot, err)
+	}
+	if err := t.Validate(); err != nil {
+		return nil, fmt.Errorf("built-in target valkey (repository at %s): %w", repoRoot, err)
+	}
+	return t, nil
+}

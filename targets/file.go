@@ -1,0 +1,226 @@
+package targets
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/gauntlet-dev/gauntlet/inputgen"
+)
+
+// fileSpec is the YAML target file format. Paths are relative to the file.
+//
+//	name: my-operator
+//	crds: [config/crd/bases/foo.yaml]
+//	kind: Foo
+//	version: v1            # default: the storage version
+//	seed: samples/foo.yaml # the first object of the kind is the seed
+//	examples: [samples/]   # files or directories mined for values
+//	deploy:
+//	- manifests: config/default   # file, directory or kustomization directory
+//	  namespace: foo-system
+//	  operator: true
+//	  wait: [{apiVersion: apps/v1, kind: Deployment, namespace: foo-system, name: foo}]
+//	operator: {image: example/foo:dev, namespace: foo-system, labels: {app: foo}}
+//	ignoreFields: [metadata.annotations.foo/hash]
+//	dependencies: [...]    # inputgen.Dependency
+//	values: {spec.image: [example/foo:1, example/foo:2]}
+//	properties: [spec.replicas]
+type fileSpec struct {
+	Name         string                `json:"name"`
+	CRDs         []string              `json:"crds"`
+	Kind         string                `json:"kind"`
+	Version      string                `json:"version,omitempty"`
+	Seed         string                `json:"seed"`
+	Examples     []string              `json:"examples,omitempty"`
+	Deploy       []fileDeployStep      `json:"deploy,omitempty"`
+	Operator     fileOperator          `json:"operator,omitempty"`
+	IgnoreFields []string              `json:"ignoreFields,omitempty"`
+	Dependencies []inputgen.Dependency `json:"dependencies,omitempty"`
+	Values       map[string][]any      `json:"values,omitempty"`
+	PodLabels    map[string]string     `json:"podLabels,omitempty"`
+	Properties   []string              `json:"properties,omitempty"`
+}
+
+type fileDeployStep struct {
+	Manifests string     `json:"manifests"`
+	Namespace string     `json:"namespace,omitempty"`
+	Operator  bool       `json:"operator,omitempty"`
+	Wait      []fileWait `json:"wait,omitempty"`
+	Sleep     string     `json:"sleep,omitempty"`
+}
+
+type fileWait struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+	Condition  string `json:"condition,omitempty"`
+	Timeout    string `json:"timeout,omitempty"`
+}
+
+type fileOperator struct {
+	Image     string            `json:"image,omitempty"`
+	Command   []string          `json:"command,omitempty"`
+	Namespace string            `json:"namespace,omitempty"`
+	Labels    map[string]string `json:"labels,omitempty"`
+}
+
+// parseFile decodes a YAML target file strictly (an unknown field is an error
+// naming the field and the file) and resolves paths against its folder.
+func parseFile(path string, data []byte) (*Target, error) {
+	var spec fileSpec
+	if err := yaml.UnmarshalStrict(data, &spec); err != nil {
+		return nil, fmt.Errorf("target file %s: %w (see `go doc targets.fileSpec` for the format)", path, err)
+	}
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("target file %s: %w", path, err)
+	}
+	t := &Target{
+		Name:         spec.Name,
+		Source:       path,
+		Kind:         spec.Kind,
+		Version:      spec.Version,
+		IgnoreFields: spec.IgnoreFields,
+		Dependencies: spec.Dependencies,
+		Values:       spec.Values,
+		PodLabels:    spec.PodLabels,
+		Properties:   spec.Properties,
+		Operator: Operator{
+			Image:     spec.Operator.Image,
+			Namespace: spec.Operator.Namespace,
+			Labels:    spec.Operator.Labels,
+		},
+	}
+	if t.Name == "" {
+		t.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	}
+	for _, c := range spec.CRDs {
+		t.CRDFiles = append(t.CRDFiles, abs(dir, c))
+	}
+	if len(spec.Operator.Command) > 0 {
+		t.Operator.Command = append([]string(nil), spec.Operator.Command...)
+		if strings.ContainsRune(t.Operator.Command[0], '/') {
+			t.Operator.Command[0] = abs(dir, t.Operator.Command[0])
+		}
+	}
+	for i, d := range spec.Deploy {
+		step := DeployStep{Manifests: abs(dir, d.Manifests), Namespace: d.Namespace, Operator: d.Operator}
+		if d.Manifests == "" {
+			return nil, fmt.Errorf("target file %s: deploy[%d].manifests is empty: name a file or directory", path, i)
+		}
+		if d.Sleep != "" {
+			if step.Sleep, err = time.ParseDuration(d.Sleep); err != nil {
+				return nil, fmt.Errorf("target file %s: deploy[%d].sleep: %w", path, i, err)
+			}
+		}
+		for j, w := range d.Wait {
+			wc := WaitCondition{APIVersion: w.APIVersion, Kind: w.Kind, Namespace: w.Namespace, Name: w.Name, Condition: w.Condition}
+			if w.Kind == "" || w.Name == "" || w.APIVersion == "" {
+				return nil, fmt.Errorf("target file %s: deploy[%d].wait[%d] needs apiVersion, kind and name", path, i, j)
+			}
+			if w.Timeout != "" {
+				if wc.Timeout, err = time.ParseDuration(w.Timeout); err != nil {
+					return nil, fmt.Errorf("target file %s: deploy[%d].wait[%d].timeout: %w", path, i, j, err)
+				}
+			}
+			step.Wait = append(step.Wait, wc)
+		}
+		t.Deploy = append(t.Deploy, step)
+	}
+	if spec.Seed == "" {
+		return nil, fmt.Errorf("target file %s: no seed: name the seed CR file: %w", path, ErrInvalidTarget)
+	}
+	if err := t.loadSeedAndExamples(abs(dir, spec.Seed), absAll(dir, spec.Examples)); err != nil {
+		return nil, fmt.Errorf("target file %s: %w", path, err)
+	}
+	if err := t.Validate(); err != nil {
+		return nil, fmt.Errorf("target file %s: %w", path, err)
+	}
+	return t, nil
+}
+
+func absAll(dir string, ps []string) []string {
+	out := make([]string, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, abs(dir, p))
+	}
+	return out
+}
+
+// loadSeedAndExamples picks the seed (the first object of the kind, or the first
+// object when Kind is unset, which then sets Kind) and mines examples from files
+// and directories.
+func (t *Target) loadSeedAndExamples(seedPath string, examples []string) error {
+	objs, err := inputgen.LoadObjects(seedPath)
+	if err != nil {
+		return fmt.Errorf("seed %s: %w", seedPath, err)
+	}
+	for i, o := range objs {
+		k, _ := o["kind"].(string)
+		if t.Kind == "" || k == t.Kind {
+			t.Seed = o
+			if t.Kind == "" {
+				t.Kind = k
+			}
+			t.Examples = append(t.Examples, objs[:i]...)
+			t.Examples = append(t.Examples, objs[i+1:]...)
+			break
+		}
+	}
+	if t.Seed == nil {
+		return fmt.Errorf("seed %s holds no %s object: %w", seedPath, t.Kind, ErrInvalidTarget)
+	}
+	for _, e := range examples {
+		files, err := yamlFiles(e)
+		if err != nil {
+			return fmt.Errorf("examples: %w", err)
+		}
+		for _, f := range files {
+			objs, err := inputgen.LoadObjects(f)
+			if err != nil {
+				return fmt.Errorf("example %s: %w", f, err)
+			}
+			for _, o := range objs {
+				if k, _ := o["kind"].(string); k == t.Kind {
+					t.Examples = append(t.Examples, o)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// yamlFiles lists p itself when it is a file, or the YAML/JSON files of directory p (sorted, not recursive).
+func yamlFiles(p string) ([]string, error) {
+	st, err := os.Stat(p)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		return []string{p}, nil
+	}
+	ents, err := os.ReadDir(p)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		n := e.Name()
+		if e.IsDir() || !(strings.HasSuffix(n, ".yaml") || strings.HasSuffix(n, ".yml") || strings.HasSuffix(n, ".json")) {
+			continue
+		}
+		if n == "kustomization.yaml" || n == "kustomization.yml" || n == "Kustomization" {
+			continue
+		}
+		out = append(out, filepath.Join(p, n))
+	}
+	sort.Strings(out)
+	return out, nil
+}
