@@ -1,6 +1,7 @@
 package campaign
 
 import (
+	"slices"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -183,6 +184,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 
 	r := &runner{cfg: cfg, target: cfg.Target, journal: j, dir: dir, base: plan.Base, lastAppend: new(atomic.Int64)}
+	if cfg.Oracles == nil {
+		cfg.Oracles = oracles.Default(OracleConfig(cfg.Target))
+		r.cfg.Oracles = cfg.Oracles
+	}
 	r.oracles = append(append([]oracles.Oracle{}, cfg.Oracles...), cfg.Target.Oracles...)
 	for _, rec := range recs {
 		if rec.Type == RecCalibration {
@@ -251,18 +256,36 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := r.writeAlarms(res); err != nil {
 		return nil, err
 	}
-	if cfg.Report != nil {
-		if err := cfg.Report(dir, res); err != nil {
-			return nil, fmt.Errorf("reports: %w", err)
-		}
-	} else if err := writeJSON(filepath.Join(dir, "summary.json"), res); err != nil {
+	if err := writeJSON(filepath.Join(dir, "result.json"), res); err != nil {
 		return nil, err
+	}
+	report := cfg.Report
+	if report == nil {
+		names := make([]string, 0, len(r.oracles))
+		for _, o := range r.oracles {
+			names = append(names, o.Name())
+		}
+		report = func(dir string, res *Result) error { return WriteReports(dir, res, names, cfg.GoTests) }
+	}
+	if err := report(dir, res); err != nil {
+		return nil, fmt.Errorf("reports: %w", err)
 	}
 	if err := j.Append(Record{Type: RecEnd}); err != nil {
 		return nil, err
 	}
 	prog.final(res)
 	return res, nil
+}
+
+// OracleConfig is the target's oracle configuration with its operator selector
+// (Operator.Labels) and ignored fields (as masks) filled in.
+func OracleConfig(t *targets.Target) oracles.Config {
+	c := t.OracleConfig
+	if c.OperatorSelector == nil {
+		c.OperatorSelector = t.Operator.Labels
+	}
+	c.Masks = append(slices.Clone(c.Masks), t.IgnoreFields...)
+	return c
 }
 
 // runTag derives short, unique-per-attempt cluster and namespace prefixes.

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/gauntlet-dev/gauntlet/model"
+	"github.com/gauntlet-dev/gauntlet/oracles"
 )
 
 // hashDesired identifies a desired state by its content.
@@ -156,7 +157,7 @@ func (r *runner) calibrate(ctx context.Context, e *env, recs []Record) ([]string
 	if r.cfg.LearnMasks != nil {
 		masks = r.cfg.LearnMasks(snaps[0], b)
 	} else {
-		masks = structuralMasks(snaps[0], b)
+		masks = oracles.LearnMasks(snaps[0], b)
 	}
 	masks = append(masks, r.target.IgnoreFields...)
 	sort.Strings(masks)
@@ -164,48 +165,6 @@ func (r *runner) calibrate(ctx context.Context, e *env, recs []Record) ([]string
 		return nil, err
 	}
 	return masks, nil
-}
-
-// structuralMasks lists "<Kind>:<path>" for every leaf that differs between two
-// snapshots of objects present in both (array indices generalised to [*]).
-func structuralMasks(a, b *model.Snapshot) []string {
-	set := map[string]bool{}
-	for key, oa := range a.Objects {
-		ob, ok := b.Objects[key]
-		if !ok {
-			continue
-		}
-		k, _ := model.ParseObjectKey(key)
-		var walk func(p string, x, y any)
-		walk = func(p string, x, y any) {
-			switch xv := x.(type) {
-			case map[string]any:
-				if yv, ok := y.(map[string]any); ok {
-					for kk, c := range xv {
-						walk(p+"."+kk, c, yv[kk])
-					}
-					return
-				}
-			case []any:
-				if yv, ok := y.([]any); ok && len(yv) == len(xv) {
-					for i := range xv {
-						walk(p+"[*]", xv[i], yv[i])
-					}
-					return
-				}
-			}
-			if !jsonEqual(x, y) {
-				set[k.Kind+":"+strings.TrimPrefix(p, ".")] = true
-			}
-		}
-		walk("", oa, ob)
-	}
-	out := make([]string, 0, len(set))
-	for m := range set {
-		out = append(out, m)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // rebase rewrites a snapshot taken in namespace from as if taken in namespace to

@@ -1,6 +1,7 @@
 package targets
 
 import (
+	"github.com/gauntlet-dev/gauntlet/oracles"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -46,8 +47,19 @@ func Valkey(repoRoot string) (*Target, error) {
 		Values: map[string][]any{
 			"spec.image": {"valkey/valkey:8.0", "valkey/valkey:8.1"},
 		},
+		OracleConfig: oracles.Config{
+			// Operator timings leave no trace in any object.
+			Skip:          []string{"spec.failover"},
+			MapProperties: []string{"spec.config", "spec.service.annotations", "spec.scheduling.nodeSelector"},
+			FailureConditions: map[string]string{
+				"Ready": "False", "Available": "False", "Degraded": "True", "Failed": "True",
+				"PrimaryAvailable": "False", "ConfigApplied": "False",
+			},
+			FailurePhases: []string{"Failed", "Error", "Degraded", "Unavailable"},
+		},
 	}
-	if err := t.loadSeedAndExamples(filepath.Join(cfg, "samples", "valkeycluster.yaml"), nil); err != nil {
+	examples := []string{filepath.Join(cfg, "samples", "valkeycluster-tuned.yaml")}
+	if err := t.loadSeedAndExamples(filepath.Join(cfg, "samples", "valkeycluster.yaml"), examples); err != nil {
 		return nil, fmt.Errorf("built-in target valkey (repository at %s): %w", repoRoot, err)
 	}
 	if err := t.Validate(); err != nil {

@@ -54,6 +54,10 @@ type Target struct {
 	Properties []string `json:"properties,omitempty"`
 	// Oracles are custom Go oracles registered in code.
 	Oracles []oracles.Oracle `json:"-"`
+	// OracleConfig tunes the standard oracles for this operator (consistency skips and
+	// mappings, map-valued properties, failure conditions, extra masks). The operator
+	// selector defaults to Operator.Labels.
+	OracleConfig oracles.Config `json:"oracleConfig,omitempty"`
 }
 
 // DeployStep installs part of the operator.

@@ -27,7 +27,6 @@ the alarm's signature still fires, and zero once it no longer does.`,
 				return err
 			}
 			cfg := campaign.Config{Target: t, Provider: p, Logger: g.logger(), Quiet: g.quiet}
-			wireCampaign(&cfg)
 			res, err := campaign.Reproduce(cmd.Context(), cfg, rep)
 			if err != nil {
 				return err
@@ -42,8 +41,3 @@ the alarm's signature still fires, and zero once it no longer does.`,
 	rf.add(cmd)
 	return cmd
 }
-
-// wireCampaign plugs the oracles and report writers into a campaign config.
-// The oracle set is empty until oracles.Default exists; the campaign still
-// raises convergence-timeout findings of its own.
-func wireCampaign(cfg *campaign.Config) {}

@@ -100,7 +100,6 @@ A campaign killed at any point continues with --resume DIR.`,
 				}
 				cfg.Target, cfg.Provider = t, p
 			}
-			wireCampaign(&cfg)
 			res, err := campaign.Run(cmd.Context(), cfg)
 			if err != nil {
 				return err

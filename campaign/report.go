@@ -1,0 +1,138 @@
+package campaign
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/gauntlet-dev/gauntlet/inputgen"
+	"github.com/gauntlet-dev/gauntlet/model"
+	"github.com/gauntlet-dev/gauntlet/reports"
+)
+
+// WriteReports writes summary.json, junit.xml and report.html for res into dir
+// and, when goTests, a standalone Go regression test per alarm group that has a
+// reproducer (alarms/N/<name>_test.go). oracleNames lists the oracles that ran.
+func WriteReports(dir string, res *Result, oracleNames []string, goTests bool) error {
+	plan, err := inputgen.ReadPlanFile(filepath.Join(dir, "plan.json"))
+	if err != nil {
+		return fmt.Errorf("reports: %w", err)
+	}
+	in := reports.BuildInput{
+		CampaignID:   filepath.Base(dir),
+		Target:       res.Target,
+		Seed:         res.Seed,
+		Started:      res.Started,
+		Finished:     res.Finished,
+		Workers:      res.Workers,
+		StepsPlanned: res.Planned,
+		Oracles:      oracleNames,
+		Findings:     res.Findings,
+	}
+	desired := map[string]model.Object{}
+	for _, s := range res.Steps {
+		in.Steps = append(in.Steps, reports.StepRecord{Step: s.Step, Overhead: time.Duration(s.Timing.Overhead) * time.Millisecond})
+		desired[s.ID()] = s.Desired
+	}
+	for _, p := range plan.Properties {
+		in.Properties = append(in.Properties, reports.PropertyPlan{Path: p.Path, TestCases: p.Targeted})
+	}
+	sum := reports.Build(in)
+	// Attach reproducers (and Go tests) to the groups, matched by signature.
+	for i := range sum.Alarms {
+		attachReproducer(dir, &sum.Alarms[i], res, plan, goTests)
+	}
+	for i := range sum.Misoperations {
+		attachReproducer(dir, &sum.Misoperations[i], res, plan, goTests)
+	}
+	if err := reports.WriteSummary(dir, sum); err != nil {
+		return err
+	}
+	if err := writeWith(filepath.Join(dir, reports.JUnitFile), func(f *os.File) error { return reports.WriteJUnit(f, sum) }); err != nil {
+		return err
+	}
+	return writeWith(filepath.Join(dir, reports.HTMLFile), func(f *os.File) error {
+		return reports.WriteHTML(f, sum, reports.Details{Findings: res.Findings, Desired: desired})
+	})
+}
+
+// attachReproducer fills the group's reproducer fields from the campaign's group
+// with the same signature and, when asked, writes its Go test.
+func attachReproducer(dir string, g *reports.AlarmGroup, res *Result, plan *inputgen.Plan, goTests bool) {
+	var cg *AlarmGroup
+	for _, x := range res.Groups {
+		if x.Signature == g.Signature && x.Misoperation == g.Misoperation {
+			cg = x
+			break
+		}
+	}
+	if cg == nil || cg.Reproducer == nil {
+		return
+	}
+	r := cg.Reproducer
+	alarmDir := filepath.Join("alarms", strconv.Itoa(cg.ID))
+	g.Reproducer = alarmDir
+	g.ReproducerSteps = len(r.Steps)
+	g.Confirmed = r.Confirmed
+	if !goTests {
+		return
+	}
+	rep := reports.Reproducer{
+		Name:      "Gauntlet" + strconv.Itoa(cg.ID),
+		Package:   "gauntlet_test",
+		CRD:       reports.CRDRef{Group: plan.Group, Version: plan.Version, Kind: plan.Kind},
+		Namespace: "gauntlet-repro",
+		Oracle:    r.Oracle,
+		Signature: r.Signature,
+		Summary:   r.Summary,
+		Evidence:  firstEvidence(cg),
+	}
+	rep.Steps = append(rep.Steps, r.Seed)
+	for i, s := range r.Steps {
+		rep.Steps = append(rep.Steps, s.Desired)
+		if s.Recreate {
+			rep.Recreate = append(rep.Recreate, i+1)
+		}
+	}
+	name := reports.GoTestFileName(rep)
+	err := writeWith(filepath.Join(dir, alarmDir, name), func(f *os.File) error { return reports.WriteGoTest(f, rep) })
+	if errors.Is(err, reports.ErrNoInvariant) {
+		_ = os.Remove(filepath.Join(dir, alarmDir, name))
+		return // the replay-only reproducer (gauntlet reproduce) remains
+	}
+	if err == nil {
+		g.GoTest = filepath.Join(alarmDir, name)
+	}
+}
+
+func firstEvidence(g *AlarmGroup) []model.Evidence {
+	for _, f := range g.Findings {
+		if len(f.Evidence) > 0 {
+			return slices.Clone(f.Evidence)
+		}
+	}
+	return nil
+}
+
+// writeWith creates path (and its folder) and fills it with fn.
+func writeWith(path string, fn func(*os.File) error) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("reports: %w", err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("reports: %w", err)
+	}
+	if err := fn(f); err != nil {
+		f.Close()
+		return fmt.Errorf("reports: write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("reports: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,208 @@
+package oracles
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Oracle names, as they appear in findings.
+const (
+	NameHealth       = "health"
+	NameConsistency  = "consistency"
+	NameDifferential = "differential"
+	NameRecovery     = "recovery"
+	NameStability    = "stability"
+)
+
+// Mapping tells the consistency oracle where a CR property lands in the state,
+// overriding its search: the property's desired value must be found at Field of
+// the objects of Kind (whose name matches the Name glob) in the state reached.
+//
+// Property is a property path pattern; a mapping also covers the properties
+// below it, whose remaining path is appended to Field (spec.resources →
+// spec.template.spec.containers[0].resources covers spec.resources.limits.cpu).
+// When Field holds a string (a configuration file in a ConfigMap), the property's
+// last key is looked up in it as a "key value" line instead.
+type Mapping struct {
+	Property string `json:"property"`
+	Kind     string `json:"kind"`
+	// Name is a glob on object names; empty means any object of Kind.
+	Name  string `json:"name,omitempty"`
+	Field string `json:"field"`
+}
+
+// Config configures the built-in oracles. The zero value is usable: every nil
+// list or map takes the documented default.
+type Config struct {
+	// OperatorSelector selects the operator's pods by label (all labels must
+	// match); their restarts are reported as operator restarts. Empty: no pod is
+	// treated as the operator's (its log is still scanned).
+	OperatorSelector map[string]string `json:"operatorSelector,omitempty"`
+	// FailureConditions maps a CR status condition type to the status that
+	// reports a failure. Nil: DefaultFailureConditions.
+	FailureConditions map[string]string `json:"failureConditions,omitempty"`
+	// FailurePhases are values of the CR's status.phase that report a failure.
+	// Nil: DefaultFailurePhases.
+	FailurePhases []string `json:"failurePhases,omitempty"`
+	// LogPatterns are extra regular expressions; operator log lines matching one
+	// are reported (panics and fatal errors always are).
+	LogPatterns []string `json:"logPatterns,omitempty"`
+
+	// Mappings override the consistency oracle's search for some properties.
+	Mappings []Mapping `json:"mappings,omitempty"`
+	// Skip lists property path patterns the consistency oracle does not judge
+	// (properties with no trace in the objects, such as operator timings; a
+	// pattern also covers the properties below it).
+	Skip []string `json:"skip,omitempty"`
+	// MapProperties lists map-valued properties whose keys are user data
+	// (spec.config, spec.nodeSelector): keys are generalized to {*} in signatures.
+	MapProperties []string `json:"mapProperties,omitempty"`
+
+	// Masks are extra masks (see Mask) for the differential, recovery and
+	// stability oracles, on top of DefaultMasks and the learned Transition.Masks.
+	Masks []string `json:"masks,omitempty"`
+	// IgnoreKinds are kinds the state oracles leave out. Nil: DefaultIgnoreKinds.
+	IgnoreKinds []string `json:"ignoreKinds,omitempty"`
+	// TolerateExtra lists objects ("Kind/name-glob") that may exist in the state
+	// reached and not in the reference (differential, recovery) without a finding:
+	// what Kubernetes keeps on purpose. Nil: DefaultTolerateExtra.
+	TolerateExtra []string `json:"tolerateExtra,omitempty"`
+
+	// Custom oracles (a target's Go functions, see Func) are appended by Default.
+	Custom []Oracle `json:"-"`
+}
+
+// DefaultFailureConditions: Ready or Available False, Degraded or Failed True.
+func DefaultFailureConditions() map[string]string {
+	return map[string]string{"Ready": "False", "Available": "False", "Degraded": "True", "Failed": "True"}
+}
+
+// DefaultFailurePhases: Failed and Error.
+func DefaultFailurePhases() []string { return []string{"Failed", "Error"} }
+
+// DefaultTolerateExtra: PersistentVolumeClaims, which StatefulSets retain after
+// scaling in unless told otherwise.
+func DefaultTolerateExtra() []string { return []string{"PersistentVolumeClaim/*"} }
+
+// Validate reports every setting that does not parse, naming it.
+func (c Config) Validate() error {
+	var errs []error
+	for _, p := range c.LogPatterns {
+		if _, err := regexp.Compile(p); err != nil {
+			errs = append(errs, fmt.Errorf("oracles: log pattern %q: %w", p, err))
+		}
+	}
+	for _, p := range c.Skip {
+		if _, err := parsePath(p); err != nil {
+			errs = append(errs, fmt.Errorf("oracles: skip: %w", err))
+		}
+	}
+	for _, p := range c.MapProperties {
+		if _, err := parsePath(p); err != nil {
+			errs = append(errs, fmt.Errorf("oracles: map property: %w", err))
+		}
+	}
+	for i, m := range c.Mappings {
+		if _, err := m.compile(); err != nil {
+			errs = append(errs, fmt.Errorf("oracles: mapping %d: %w", i, err))
+		}
+	}
+	if err := ValidateMasks(c.Masks); err != nil {
+		errs = append(errs, fmt.Errorf("oracles: masks: %w", err))
+	}
+	for _, t := range c.TolerateExtra {
+		r, err := parseMask(t)
+		if err == nil && !r.whole {
+			err = fmt.Errorf("%q names fields, not objects: write Kind/name-glob", t)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("oracles: tolerate extra: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Default returns the built-in oracles configured by cfg — health, consistency,
+// differential, recovery, stability — followed by cfg.Custom. Settings that do
+// not parse are ignored (check them with Config.Validate first). The built-in
+// oracles keep no state between calls: one set serves every worker concurrently.
+func Default(cfg Config) []Oracle {
+	out := []Oracle{
+		NewHealth(cfg),
+		NewConsistency(cfg),
+		NewDifferential(cfg),
+		NewRecovery(cfg),
+		NewStability(cfg),
+	}
+	return append(out, cfg.Custom...)
+}
+
+type compiledMapping struct {
+	prop  fieldPath
+	kind  string
+	name  string
+	field fieldPath
+	src   Mapping
+}
+
+func (m Mapping) compile() (compiledMapping, error) {
+	var cm compiledMapping
+	if m.Property == "" || m.Kind == "" || m.Field == "" {
+		return cm, fmt.Errorf("property, kind and field are required (got %+v)", m)
+	}
+	p, err := parsePath(m.Property)
+	if err != nil {
+		return cm, err
+	}
+	f, err := parsePath(m.Field)
+	if err != nil {
+		return cm, err
+	}
+	if m.Name != "" {
+		if _, err := parseMask(m.Kind + "/" + m.Name); err != nil {
+			return cm, fmt.Errorf("name glob %q: %w", m.Name, err)
+		}
+	}
+	return compiledMapping{prop: p, kind: m.Kind, name: m.Name, field: f, src: m}, nil
+}
+
+func compilePaths(ps []string) []fieldPath {
+	var out []fieldPath
+	for _, p := range ps {
+		if fp, err := parsePath(p); err == nil {
+			out = append(out, fp)
+		}
+	}
+	return out
+}
+
+var (
+	genRE    = regexp.MustCompile(`-[bcdfghjklmnpqrstvwxz2456789]{5,10}\b`)
+	uuidRE   = regexp.MustCompile(`[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`)
+	hexRE    = regexp.MustCompile(`0x[0-9a-fA-F]+`)
+	digitsRE = regexp.MustCompile(`[0-9]+`)
+	spaceRE  = regexp.MustCompile(`\s+`)
+)
+
+// normMessage strips what varies from run to run out of a message used in a
+// signature: the test namespace, uuids, generated name suffixes, hex addresses,
+// numbers; and bounds its length.
+func normMessage(s, ns string) string {
+	s = replaceWord(s, ns, nsPlaceholder)
+	s = uuidRE.ReplaceAllString(s, "<uuid>")
+	s = genRE.ReplaceAllStringFunc(s, func(m string) string {
+		if strings.ContainsAny(m, "2456789") { // a generated suffix or template hash
+			return "-*"
+		}
+		return m
+	})
+	s = hexRE.ReplaceAllString(s, "<addr>")
+	s = digitsRE.ReplaceAllString(s, "N")
+	s = strings.TrimSpace(spaceRE.ReplaceAllString(s, " "))
+	return truncate(s, 160)
+}
+
+// maxEvidence bounds the evidence of one finding.
+const maxEvidence = 25

@@ -1,0 +1,792 @@
+package oracles
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/gauntlet-dev/gauntlet/model"
+)
+
+// Consistency is Acto's consistency oracle: every CR property the step changed
+// must show in the state reached, seen from the platform.
+//
+// The properties judged are the leaves under the paths of Step.Changed (dotted
+// paths, patterns with [*] and {*}, or JSON pointers; when Step.Changed is empty,
+// every difference between PrevDesired and Desired) where the previous and the
+// desired value differ semantically. A value the CR omits but the API server
+// defaulted (it appears in the recorded CR) counts as that default. Properties
+// under apiVersion, kind, metadata and status, and those matching Config.Skip,
+// are not judged.
+//
+// For a property set to value d, the oracle searches the objects of the state
+// reached (every object but the CR, events and Config.IgnoreKinds) for a field
+// that now reflects d and did not before: equal, equal as a Kubernetes quantity
+// ("1Gi" == "1073741824"), as an int-or-string or the string form of a number,
+// bool or duration; a map or list containing d's entries (servers add
+// defaults); or, in a string such as a configuration file in a ConfigMap, a
+// "key value" (or key=value, key: value, --key=value) line giving d to the
+// property's last key. When none is found the property is not reflected: a
+// finding whose evidence gives the closest fields by name and what they hold
+// ("still holds the previous value" for an ignored property, "holds another
+// value" for one silently overruled). Two cases need no changed field: a
+// property newly set to a value some field of the same name already held (a
+// default already in effect), and a boolean, which passes when it had any effect
+// on the objects (toggles add or remove objects and containers rather than
+// copying the value).
+//
+// For a property removed (or emptied), the fields that reflected its previous
+// value must change or disappear; if no field reflected it, the removal is not
+// judged.
+//
+// Config.Mappings override the search for the properties they cover: the mapped
+// field of the state reached must hold the desired value (or, for a removal, no
+// longer hold the previous one), whether or not it changed.
+//
+// Signatures are the property path with list indices generalized (and map keys
+// of Config.MapProperties, or where Step.Changed used {*}, as {*}) and whether the
+// property was set or removed: one ignored property is one signature however many
+// steps change it.
+//
+// Create it with NewConsistency.
+type Consistency struct {
+	mappings    []compiledMapping
+	skip        []fieldPath
+	mapProps    []fieldPath
+	noise       []maskRule
+	ignoreKinds map[string]bool
+}
+
+// NewConsistency returns the consistency oracle configured by cfg.
+func NewConsistency(cfg Config) *Consistency {
+	c := &Consistency{skip: compilePaths(cfg.Skip), mapProps: compilePaths(cfg.MapProperties), ignoreKinds: map[string]bool{}}
+	for _, m := range cfg.Mappings {
+		if cm, err := m.compile(); err == nil && !hasDeep(cm.prop) {
+			c.mappings = append(c.mappings, cm)
+		}
+	}
+	var noise []string
+	for _, m := range DefaultMasks() {
+		if m != MaskTimestamps {
+			noise = append(noise, m)
+		}
+	}
+	c.noise = compileMasks(noise, cfg.Masks)
+	ignore := cfg.IgnoreKinds
+	if ignore == nil {
+		ignore = DefaultIgnoreKinds()
+	}
+	for _, k := range ignore {
+		c.ignoreKinds[k] = true
+	}
+	return c
+}
+
+// Name is "consistency".
+func (c *Consistency) Name() string { return NameConsistency }
+
+func hasDeep(p fieldPath) bool {
+	for _, s := range p {
+		if s.kind == segDeep {
+			return true
+		}
+	}
+	return false
+}
+
+// Check judges the properties t.Step changed against t.Prev and t.Curr.
+func (c *Consistency) Check(ctx context.Context, t *model.Transition) []model.Finding {
+	if t == nil || t.Prev == nil || t.Curr == nil || ctx.Err() != nil {
+		return nil
+	}
+	props := c.properties(t)
+	if len(props) == 0 {
+		return nil
+	}
+	ix := c.index(t)
+	fs := newFindingSet(NameConsistency)
+	for _, p := range props {
+		if ctx.Err() != nil {
+			break
+		}
+		c.judge(t, p, ix, fs)
+	}
+	return fs.list()
+}
+
+// property is one changed CR property (a concrete path).
+type property struct {
+	path            fieldPath
+	sig             string
+	prev, des       any
+	hasPrev, hasDes bool
+}
+
+func (p property) set() bool { return p.hasDes && !isEmpty(p.des) }
+
+func (c *Consistency) properties(t *model.Transition) []property {
+	desired := t.Desired
+	if desired == nil && t.Step != nil {
+		desired = t.Step.Desired
+	}
+	if desired == nil {
+		return nil
+	}
+	prevD := t.PrevDesired
+	if prevD == nil {
+		prevD = model.Object{}
+	}
+	var patterns []fieldPath
+	if t.Step != nil {
+		for _, ch := range t.Step.Changed {
+			if p, err := parsePath(ch); err == nil {
+				patterns = append(patterns, p)
+			}
+		}
+	}
+	if len(patterns) == 0 {
+		patterns = []fieldPath{nil}
+	}
+	var currCR, prevCR model.Object
+	currCR, prevCR = t.Curr.CRObject(), t.Prev.CRObject()
+	seen := map[string]bool{}
+	var out []property
+	var descend func(at fieldPath, pv any, pok bool, dv any, dok bool)
+	leaf := func(at fieldPath, pv any, pok bool, dv any, dok bool) {
+		// A value the CR omits may have been defaulted by the API server.
+		if !dok && currCR != nil {
+			dv, dok = getPath(currCR, at)
+		}
+		if !pok && prevCR != nil {
+			pv, pok = getPath(prevCR, at)
+		}
+		if pok && dok && sameValue(pv, dv) {
+			return
+		}
+		if !pok && !dok {
+			return
+		}
+		// An absent boolean is false; an absent or empty value is "nothing".
+		if (!pok || isEmpty(pv)) && (!dok || isEmpty(dv) || dv == false) {
+			return
+		}
+		if (!dok || isEmpty(dv)) && pv == false {
+			return
+		}
+		s := at.String()
+		if seen[s] || c.skipped(at) {
+			return
+		}
+		seen[s] = true
+		out = append(out, property{path: at, sig: c.sigPath(at, patterns), prev: pv, des: dv, hasPrev: pok, hasDes: dok})
+	}
+	descend = func(at fieldPath, pv any, pok bool, dv any, dok bool) {
+		if len(at) > 0 {
+			switch at[0].name {
+			case "apiVersion", "kind", "metadata", "status":
+				return
+			}
+		}
+		if pok && dok && equalJSON(pv, dv) {
+			return
+		}
+		pm, pIsMap := pv.(map[string]any)
+		dm, dIsMap := dv.(map[string]any)
+		switch {
+		case pIsMap && dIsMap, pIsMap && !dok && len(pm) > 0, dIsMap && !pok && len(dm) > 0:
+			keys := map[string]bool{}
+			for k := range pm {
+				keys[k] = true
+			}
+			for k := range dm {
+				keys[k] = true
+			}
+			for _, k := range sortedKeys(keys) {
+				a, aok := pm[k]
+				b, bok := dm[k]
+				descend(at.child(k), a, aok, b, bok)
+			}
+			return
+		}
+		pl, pIsList := pv.([]any)
+		dl, dIsList := dv.([]any)
+		if pIsList && dIsList && len(pl) == len(dl) && allMaps(pl) && allMaps(dl) {
+			for i := range pl {
+				descend(at.item(i), pl[i], true, dl[i], true)
+			}
+			return
+		}
+		leaf(at, pv, pok, dv, dok)
+	}
+	for _, pat := range patterns {
+		paths := map[string]fieldPath{}
+		for _, p := range expandPath(desired, pat) {
+			paths[p.String()] = p
+		}
+		for _, p := range expandPath(prevD, pat) {
+			paths[p.String()] = p
+		}
+		for _, k := range sortedKeys(paths) {
+			p := paths[k]
+			pv, pok := getPath(prevD, p)
+			dv, dok := getPath(desired, p)
+			if len(p) == 0 {
+				descend(nil, pv, pok, dv, dok)
+				continue
+			}
+			descend(p, pv, pok, dv, dok)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].path.String() < out[j].path.String() })
+	return out
+}
+
+func allMaps(l []any) bool {
+	for _, e := range l {
+		if _, ok := e.(map[string]any); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// sameValue is semantic equality of desired values (structures element-wise).
+func sameValue(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			w, ok := y[k]
+			if !ok || !sameValue(v, w) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !sameValue(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	if isStructure(b) {
+		return false
+	}
+	return equivalent(a, b)
+}
+
+func (c *Consistency) skipped(p fieldPath) bool {
+	for _, s := range c.skip {
+		if matchPath(s, p, true) {
+			return true
+		}
+	}
+	return false
+}
+
+// sigPath generalizes a property path for signatures.
+func (c *Consistency) sigPath(p fieldPath, patterns []fieldPath) string {
+	g := p.generalized()
+	for _, pat := range patterns {
+		if hasDeep(pat) || !matchPath(pat, p, true) {
+			continue
+		}
+		for i, s := range pat {
+			if i < len(g) && g[i].kind == segField && (s.kind == segAnyKey || s.glob) {
+				g[i] = segment{kind: segAnyKey}
+			}
+		}
+	}
+	for _, mp := range c.mapProps {
+		if !hasDeep(mp) && len(p) > len(mp) && matchPath(mp, p[:len(mp)], false) && g[len(mp)].kind == segField {
+			g[len(mp)] = segment{kind: segAnyKey}
+		}
+	}
+	return g.String()
+}
+
+// node is one value of a state object.
+type node struct {
+	obj  string // key
+	kind string
+	name string
+	path fieldPath
+	val  any
+}
+
+func (n *node) where() string { return n.kind + " " + n.name + " " + n.path.String() }
+
+// stateIndex holds the (masked) objects of both states, but the CR.
+type stateIndex struct {
+	prev, curr       map[string]model.Object
+	prevNodes, nodes []*node
+	anyChange        bool            // some non-status field of some object changed
+	owned            map[string]bool // objects the CR controls, directly or not
+}
+
+func (c *Consistency) index(t *model.Transition) *stateIndex {
+	ix := &stateIndex{prev: map[string]model.Object{}, curr: map[string]model.Object{}}
+	load := func(s *model.Snapshot, into map[string]model.Object, nodes *[]*node) {
+		for _, key := range s.Keys() {
+			k, ok := model.ParseObjectKey(key)
+			if !ok || key == s.CR || key == t.Curr.CR || c.ignoreKinds[k.Kind] {
+				continue
+			}
+			raw := s.Objects[key]
+			if raw == nil {
+				continue
+			}
+			if _, has := raw["kind"]; !has {
+				raw = withKindName(raw, k)
+			}
+			m := applyMasks(raw, c.noise)
+			if m == nil {
+				continue
+			}
+			into[key] = m
+			walkNodes(m, func(p fieldPath, v any) {
+				*nodes = append(*nodes, &node{obj: key, kind: k.Kind, name: k.Name, path: p, val: v})
+			})
+		}
+	}
+	load(t.Prev, ix.prev, &ix.prevNodes)
+	load(t.Curr, ix.curr, &ix.nodes)
+	ix.owned = ownedBy(t.Curr)
+	for _, key := range sortedKeys(ix.curr) {
+		p, ok := ix.prev[key]
+		if !ok {
+			ix.anyChange = true
+			break
+		}
+		for _, ch := range diffObjects(p, ix.curr[key]) {
+			if !strings.HasPrefix(ch.Path, "status") {
+				ix.anyChange = true
+				break
+			}
+		}
+	}
+	for _, key := range sortedKeys(ix.prev) {
+		if _, ok := ix.curr[key]; !ok {
+			ix.anyChange = true
+		}
+	}
+	return ix
+}
+
+// ownedBy returns the keys of the objects whose chain of controller owners
+// leads to the CR of s.
+func ownedBy(s *model.Snapshot) map[string]bool {
+	out := map[string]bool{}
+	crk, ok := model.ParseObjectKey(s.CR)
+	if !ok {
+		return out
+	}
+	byName := map[string]string{} // "namespace/Kind/name" -> key
+	for key := range s.Objects {
+		if k, ok := model.ParseObjectKey(key); ok {
+			byName[k.Namespace+"/"+k.Kind+"/"+k.Name] = key
+		}
+	}
+	for key, o := range s.Objects {
+		k, _ := model.ParseObjectKey(key)
+		cur := o
+		for depth := 0; depth < 6 && cur != nil; depth++ {
+			kind, name := controllerOf(cur)
+			if kind == "" {
+				break
+			}
+			if kind == crk.Kind && name == crk.Name {
+				out[key] = true
+				break
+			}
+			cur = s.Objects[byName[k.Namespace+"/"+kind+"/"+name]]
+		}
+	}
+	return out
+}
+
+// walkNodes calls fn for every value below the root (not the root itself).
+func walkNodes(v any, fn func(p fieldPath, v any)) {
+	var walk func(v any, at fieldPath)
+	walk = func(v any, at fieldPath) {
+		forEachChild(v, func(c any, seg segment) {
+			p := append(at[:len(at):len(at)], seg)
+			fn(p, c)
+			walk(c, p)
+		})
+	}
+	walk(v, nil)
+}
+
+// matchValue reports whether an observed value v reflects desired value d of a
+// property whose last key is key; line is set when the match is a "key value"
+// line of a string.
+func matchValue(d any, key string, v any) (ok, line bool) {
+	if isStructure(d) {
+		return isStructure(v) && contains(d, v), false
+	}
+	if lv, found := argsValue(v, key); found {
+		return equivalent(d, lv), true
+	}
+	if v == nil || isStructure(v) {
+		return false, false
+	}
+	if equivalent(d, v) {
+		return true, false
+	}
+	if s, isStr := v.(string); isStr && key != "" {
+		if lv, found := lineValue(s, key); found {
+			return equivalent(d, lv), true
+		}
+	}
+	return false, false
+}
+
+// textValue looks key up in a string (configuration lines, command line) or a
+// list of strings (arguments).
+func textValue(v any, key string) (string, bool) {
+	if s, ok := v.(string); ok {
+		return lineValue(s, key)
+	}
+	return argsValue(v, key)
+}
+
+func (ix *stateIndex) prevMatches(n *node, d any, key string) bool {
+	p, ok := ix.prev[n.obj]
+	if !ok {
+		return false
+	}
+	v, ok := getPath(p, n.path)
+	if !ok {
+		return false
+	}
+	m, _ := matchValue(d, key, v)
+	return m
+}
+
+func (ix *stateIndex) currMatches(n *node, d any, key string) bool {
+	o, ok := ix.curr[n.obj]
+	if !ok {
+		return false
+	}
+	v, ok := getPath(o, n.path)
+	if !ok {
+		return false
+	}
+	m, _ := matchValue(d, key, v)
+	return m
+}
+
+func (c *Consistency) judge(t *model.Transition, p property, ix *stateIndex, fs *findingSet) {
+	for _, m := range c.mappings {
+		if len(p.path) >= len(m.prop) && matchPath(m.prop, p.path[:len(m.prop)], false) {
+			c.judgeMapped(t, p, m, fs)
+			return
+		}
+	}
+	key := p.path.lastField()
+	if p.set() {
+		if b, isBool := p.des.(bool); isBool {
+			if ix.anyChange || len(ix.reflecting(p, key, true)) > 0 {
+				return
+			}
+			c.report(t, p, ix, fs, "set", fmt.Sprintf("%s changed to %v but no object of the state changed", p.path, b), nil)
+			return
+		}
+		if len(ix.reflecting(p, key, false)) > 0 {
+			return
+		}
+		if !p.hasPrev || isEmpty(p.prev) {
+			// Newly set: the value may already have been in effect (a default).
+			for _, n := range ix.nodes {
+				if ok, line := matchValue(p.des, key, n.val); ok && ix.prevMatches(n, p.des, key) &&
+					(line || affinity(p.path, n.path) > 0) {
+					return
+				}
+			}
+		}
+		c.report(t, p, ix, fs, "set", "", nil)
+		return
+	}
+	// Removed or emptied.
+	if !p.hasPrev || isEmpty(p.prev) {
+		return
+	}
+	if _, isBool := p.prev.(bool); isBool {
+		if !ix.anyChange {
+			c.report(t, p, ix, fs, "removed", fmt.Sprintf("%s was removed (it was %v) but no object of the state changed", p.path, p.prev), nil)
+		}
+		return
+	}
+	var still []*node
+	reflected := false
+	for _, n := range ix.prevNodes {
+		ok, line := matchValue(p.prev, key, n.val)
+		if !ok || (weak(p.prev) && !line && affinity(p.path, n.path) == 0) {
+			continue
+		}
+		reflected = true
+		if !ix.currMatches(n, p.prev, key) {
+			return // a field that reflected the old value changed or disappeared
+		}
+		still = append(still, n)
+	}
+	if !reflected {
+		return // nothing showed the old value: the removal cannot be judged
+	}
+	c.report(t, p, ix, fs, "removed", "", still)
+}
+
+// reflecting returns the fields of the state reached that hold the desired value
+// and did not before (with affinityOnly, only those whose name agrees).
+func (ix *stateIndex) reflecting(p property, key string, affinityOnly bool) []*node {
+	var out []*node
+	for _, n := range ix.nodes {
+		ok, line := matchValue(p.des, key, n.val)
+		if !ok || (affinityOnly && !line && affinity(p.path, n.path) == 0) {
+			continue
+		}
+		if !ix.prevMatches(n, p.des, key) || ix.listGrewWith(n, p) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// listGrewWith reports, for a list property, a state list that already contained
+// the desired elements but changed length as the property did (elements removed
+// from both, or added where the operator appends its own).
+func (ix *stateIndex) listGrewWith(n *node, p property) bool {
+	dl, ok := p.des.([]any)
+	if !ok {
+		return false
+	}
+	pl, _ := p.prev.([]any)
+	vl, ok := n.val.([]any)
+	if !ok {
+		return false
+	}
+	po, ok := ix.prev[n.obj]
+	if !ok {
+		return false
+	}
+	pv, ok := getPath(po, n.path)
+	if !ok {
+		return false
+	}
+	pvl, ok := pv.([]any)
+	if !ok {
+		return false
+	}
+	delta := len(dl) - len(pl)
+	return delta != 0 && len(vl)-len(pvl) == delta
+}
+
+type candidate struct {
+	n     *node
+	val   any
+	line  bool
+	score int
+	owned bool
+	like  int // common prefix with the desired (or previous) value
+}
+
+// candidates are the fields of the state reached closest to the property by
+// name (and configuration lines setting its key), best first.
+func (ix *stateIndex) candidates(p property, key string, max int) []candidate {
+	ref := p.des
+	if !p.set() {
+		ref = p.prev
+	}
+	refStr, _ := scalarString(ref)
+	var out []candidate
+	for _, n := range ix.nodes {
+		if lv, found := textValue(n.val, key); found {
+			out = append(out, candidate{n: n, val: lv, line: true, score: 100, owned: ix.owned[n.obj], like: commonPrefix(refStr, lv)})
+			continue
+		}
+		a := affinity(p.path, n.path)
+		if a == 0 || isStructure(ref) != isStructure(n.val) {
+			continue
+		}
+		vs, _ := scalarString(n.val)
+		out = append(out, candidate{n: n, val: n.val, score: a, owned: ix.owned[n.obj], like: commonPrefix(refStr, vs)})
+	}
+	// Best first: objects the CR owns; closest by name; closest by value; objects
+	// that declare rather than run (a StatefulSet before its pods); shortest path.
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].owned != out[j].owned {
+			return out[i].owned
+		}
+		if out[i].score != out[j].score {
+			return out[i].score > out[j].score
+		}
+		if out[i].like != out[j].like {
+			return out[i].like > out[j].like
+		}
+		if pi, pj := out[i].n.kind == "Pod", out[j].n.kind == "Pod"; pi != pj {
+			return pj
+		}
+		return len(out[i].n.path) < len(out[j].n.path)
+	})
+	if len(out) > max {
+		out = out[:max]
+	}
+	return out
+}
+
+func (c *Consistency) report(t *model.Transition, p property, ix *stateIndex, fs *findingSet, how, summary string, still []*node) {
+	key := p.path.lastField()
+	crKey := t.Curr.CR
+	ev := []model.Evidence{{Object: crKey, Path: p.path.String(), Expected: p.des, Actual: nil,
+		Detail: fmt.Sprintf("desired %s; previously %s", renderOpt(p.des, p.hasDes), renderOpt(p.prev, p.hasPrev))}}
+	if how == "removed" {
+		ev[0].Detail = fmt.Sprintf("removed; previously %s", renderOpt(p.prev, p.hasPrev))
+	}
+	if summary == "" {
+		if how == "removed" {
+			where := ""
+			if len(still) > 0 {
+				where = " (" + still[0].where() + " still holds it)"
+			}
+			summary = fmt.Sprintf("%s was removed but the state still reflects its previous value %s%s", p.path, render(p.prev), where)
+		} else {
+			cands := ix.candidates(p, key, 3)
+			switch {
+			case len(cands) > 0 && p.hasPrev && sameValue(p.prev, cands[0].val):
+				summary = fmt.Sprintf("%s changed to %s but the state ignores it: %s still holds the previous value %s",
+					p.path, render(p.des), cands[0].n.where(), render(cands[0].val))
+			case len(cands) > 0:
+				summary = fmt.Sprintf("%s changed to %s but the value was overruled: %s holds %s",
+					p.path, render(p.des), cands[0].n.where(), render(cands[0].val))
+			default:
+				summary = fmt.Sprintf("%s changed to %s but no field of the state reflects it", p.path, render(p.des))
+			}
+		}
+	}
+	if len(still) > 0 {
+		for i, n := range still {
+			if i == 3 {
+				break
+			}
+			val, detail := n.val, "still reflects the removed value"
+			if lv, found := textValue(n.val, key); found {
+				val, detail = lv, fmt.Sprintf("this field still sets %s", key)
+			}
+			ev = append(ev, model.Evidence{Object: n.obj, Path: n.path.String(), Actual: val, Detail: detail})
+		}
+	} else {
+		for _, cd := range ix.candidates(p, key, 3) {
+			d := "closest field by name"
+			path := cd.n.path.String()
+			if cd.line {
+				d = fmt.Sprintf("this field sets %s", key)
+			}
+			ev = append(ev, model.Evidence{Object: cd.n.obj, Path: path, Expected: p.des, Actual: cd.val, Detail: d})
+		}
+	}
+	if _, isBool := p.des.(bool); isBool || how == "removed" && isBoolean(p.prev) {
+		ev = append(ev, model.Evidence{Detail: "no non-status field of any object changed between the two states"})
+	}
+	fs.add(model.Finding{
+		Signature: model.Signature(NameConsistency, p.sig, how),
+		Summary:   summary,
+		Evidence:  ev,
+	})
+}
+
+func commonPrefix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+func isBoolean(v any) bool { _, ok := v.(bool); return ok }
+
+func renderOpt(v any, ok bool) string {
+	if !ok {
+		return "unset"
+	}
+	return render(v)
+}
+
+// judgeMapped checks a property against a declared mapping.
+func (c *Consistency) judgeMapped(t *model.Transition, p property, m compiledMapping, fs *findingSet) {
+	rest := p.path[len(m.prop):]
+	key := p.path.lastField()
+	type found struct {
+		obj, path string
+		val       any
+	}
+	var vals []found
+	for _, okey := range objectsOfKind(t.Curr, m.kind) {
+		obj := t.Curr.Objects[okey]
+		k, _ := model.ParseObjectKey(okey)
+		if m.name != "" {
+			if r, err := parseMask(m.kind + "/" + m.name); err != nil || !r.appliesTo(k.Kind, k.Name) {
+				continue
+			}
+		}
+		for _, bp := range expandPath(obj, m.field) {
+			base, _ := getPath(obj, bp)
+			if len(rest) == 0 {
+				vals = append(vals, found{okey, bp.String(), base})
+				continue
+			}
+			if v, ok := getPath(base, rest); ok {
+				vals = append(vals, found{okey, append(bp[:len(bp):len(bp)], rest...).String(), v})
+				continue
+			}
+			// A configuration file or command line: look the property's key up in it.
+			if lv, ok := textValue(base, key); ok {
+				vals = append(vals, found{okey, bp.String(), lv})
+			}
+		}
+	}
+	mapping := fmt.Sprintf("mapped to %s %s %s", m.kind, orDefault(m.name, "*"), m.field.String())
+	ev := []model.Evidence{{Object: t.Curr.CR, Path: p.path.String(), Expected: p.des,
+		Detail: fmt.Sprintf("desired %s; previously %s; %s", renderOpt(p.des, p.hasDes), renderOpt(p.prev, p.hasPrev), mapping)}}
+	for i, v := range vals {
+		if i == 5 {
+			break
+		}
+		ev = append(ev, model.Evidence{Object: v.obj, Path: v.path, Expected: p.des, Actual: v.val})
+	}
+	if p.set() {
+		for _, v := range vals {
+			if ok, _ := matchValue(p.des, key, v.val); ok {
+				return
+			}
+		}
+		summary := fmt.Sprintf("%s changed to %s but its mapped field is missing (%s)", p.path, render(p.des), mapping)
+		if len(vals) > 0 {
+			summary = fmt.Sprintf("%s changed to %s but %s %s holds %s", p.path, render(p.des), m.kind, vals[0].path, render(vals[0].val))
+		}
+		fs.add(model.Finding{Signature: model.Signature(NameConsistency, p.sig, "set"), Summary: summary, Evidence: ev})
+		return
+	}
+	if !p.hasPrev || isEmpty(p.prev) {
+		return
+	}
+	for _, v := range vals {
+		if ok, _ := matchValue(p.prev, key, v.val); ok {
+			fs.add(model.Finding{
+				Signature: model.Signature(NameConsistency, p.sig, "removed"),
+				Summary:   fmt.Sprintf("%s was removed but %s %s still holds its previous value %s", p.path, m.kind, v.path, render(p.prev)),
+				Evidence:  ev,
+			})
+			return
+		}
+	}
+}

@@ -1,0 +1,346 @@
+package oracles
+
+import (
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/gauntlet-dev/gauntlet/model"
+)
+
+// This file compares whole states (snapshots) for the differential, recovery and
+// stability oracles and for LearnMasks: objects are masked, the test namespace is
+// replaced by a placeholder (a reference run uses another namespace), objects with
+// generated names are paired by owner and template hash instead of by name, and
+// kinds that only record history (events, controller revisions, leases, endpoint
+// slices) are left out.
+
+// nsPlaceholder replaces the test namespace in keys and string values.
+const nsPlaceholder = "<namespace>"
+
+// DefaultIgnoreKinds are the kinds the state oracles leave out: they record
+// history or mirror other objects (events, controller revisions, leader-election
+// leases, endpoints) and differ between runs that reach the same state.
+func DefaultIgnoreKinds() []string {
+	return []string{"Event", "ControllerRevision", "Lease", "EndpointSlice", "Endpoints"}
+}
+
+type objView struct {
+	key       string // key in the snapshot
+	group     string
+	kind      string
+	namespace string // normalized
+	name      string
+	stem      string // name with generated suffixes and ordinals as "*"
+	match     string // identity across runs of a generated name
+	generated bool
+	obj       map[string]any // masked and normalized
+}
+
+func (v *objView) exactID() string { return v.group + "|" + v.kind + "|" + v.namespace + "|" + v.name }
+func (v *objView) matchID() string { return v.group + "|" + v.kind + "|" + v.namespace + "|" + v.match }
+func (v *objView) stemID() string  { return v.group + "|" + v.kind + "|" + v.namespace + "|" + v.stem }
+
+// ident is the object's identity within one run: its name, or for a generated
+// name its owner and template hash.
+func (v *objView) ident() string {
+	if v.generated {
+		return v.match
+	}
+	return v.name
+}
+
+type viewOptions struct {
+	rules       []maskRule
+	ignoreKinds map[string]bool
+}
+
+func newViewOptions(ignore []string, masks ...[]string) viewOptions {
+	if ignore == nil {
+		ignore = DefaultIgnoreKinds()
+	}
+	o := viewOptions{rules: compileMasks(masks...), ignoreKinds: map[string]bool{}}
+	for _, k := range ignore {
+		o.ignoreKinds[k] = true
+	}
+	return o
+}
+
+// testNamespace is the namespace of the CR, or the most common namespace.
+func testNamespace(s *model.Snapshot) string {
+	if s == nil {
+		return ""
+	}
+	if k, ok := model.ParseObjectKey(s.CR); ok && k.Namespace != "" {
+		return k.Namespace
+	}
+	count := map[string]int{}
+	best := ""
+	for _, key := range s.Keys() {
+		if k, ok := model.ParseObjectKey(key); ok && k.Namespace != "" {
+			count[k.Namespace]++
+			if count[k.Namespace] > count[best] {
+				best = k.Namespace
+			}
+		}
+	}
+	return best
+}
+
+var (
+	// generated suffixes of pod names (rand.String's alphabet: no vowels, no 0, 1, 3).
+	randSuffixRE = regexp.MustCompile(`^[bcdfghjklmnpqrstvwxz2456789]{5}$`)
+	ordinalRE    = regexp.MustCompile(`^[0-9]+$`)
+	// volumes the service-account admission adds to pods.
+	apiAccessRE = regexp.MustCompile(`\bkube-api-access-[bcdfghjklmnpqrstvwxz2456789]{5}\b`)
+)
+
+// identity derives the stem (for signatures and masks) and the pairing identity
+// of an object's name.
+func identity(obj model.Object, name string) (stem, match string, generated bool) {
+	md, _ := obj["metadata"].(map[string]any)
+	labels, _ := md["labels"].(map[string]any)
+	if h, _ := labels["pod-template-hash"].(string); h != "" {
+		if i := strings.Index(name, "-"+h); i > 0 {
+			prefix, rest := name[:i], name[i+1+len(h):]
+			if rest == "" { // a ReplicaSet
+				return prefix + "-*", prefix + "-" + h, true
+			}
+			return prefix + "-*", prefix + "-" + h + "-*", true
+		}
+	}
+	i := strings.LastIndexByte(name, '-')
+	if i > 0 && ordinalRE.MatchString(name[i+1:]) {
+		// an ordinal (StatefulSet pods and claims): a stable identity
+		return name[:i+1] + "*", name, false
+	}
+	if g, _ := md["generateName"].(string); g != "" && strings.HasPrefix(name, g) && len(name) > len(g) {
+		return g + "*", g + "*", true
+	}
+	if i > 0 && randSuffixRE.MatchString(name[i+1:]) {
+		return name[:i+1] + "*", name[:i+1] + "*", true
+	}
+	return name, name, false
+}
+
+// nameStem is the generalized name of the object under key in s.
+func nameStem(obj model.Object, name string) string {
+	stem, _, _ := identity(obj, name)
+	return stem
+}
+
+// replaceWord replaces whole occurrences of w in s (not inside a longer DNS name
+// label: the neighbours must not be letters, digits or '-').
+func replaceWord(s, w, by string) string {
+	if w == "" || !strings.Contains(s, w) {
+		return s
+	}
+	var b strings.Builder
+	i := 0
+	for {
+		j := strings.Index(s[i:], w)
+		if j < 0 {
+			b.WriteString(s[i:])
+			return b.String()
+		}
+		j += i
+		end := j + len(w)
+		if (j == 0 || !dnsChar(s[j-1])) && (end == len(s) || !dnsChar(s[end])) {
+			b.WriteString(s[i:j])
+			b.WriteString(by)
+		} else {
+			b.WriteString(s[i:end])
+		}
+		i = end
+	}
+}
+
+func dnsChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-'
+}
+
+func normalizeStrings(v any, ns string) any {
+	switch n := v.(type) {
+	case map[string]any:
+		for k, c := range n {
+			n[k] = normalizeStrings(c, ns)
+		}
+	case []any:
+		for i, c := range n {
+			n[i] = normalizeStrings(c, ns)
+		}
+	case string:
+		s := replaceWord(n, ns, nsPlaceholder)
+		if strings.Contains(s, "kube-api-access-") {
+			s = apiAccessRE.ReplaceAllString(s, "kube-api-access-*")
+		}
+		return s
+	}
+	return v
+}
+
+// historyOnly reports a ReplicaSet scaled to zero: an old revision of a
+// Deployment, kept as history.
+func historyOnly(kind string, obj model.Object) bool {
+	if kind != "ReplicaSet" {
+		return false
+	}
+	spec, _ := obj["spec"].(map[string]any)
+	status, _ := obj["status"].(map[string]any)
+	r, ok := number(spec["replicas"])
+	s, _ := number(status["replicas"])
+	return ok && r == 0 && s == 0
+}
+
+// buildView masks and normalizes the objects of a snapshot.
+func buildView(s *model.Snapshot, o viewOptions) []*objView {
+	if s == nil {
+		return nil
+	}
+	ns := testNamespace(s)
+	var out []*objView
+	for _, key := range s.Keys() {
+		k, ok := model.ParseObjectKey(key)
+		raw := s.Objects[key]
+		if !ok || raw == nil || o.ignoreKinds[k.Kind] || historyOnly(k.Kind, raw) {
+			continue
+		}
+		if _, has := raw["kind"]; !has {
+			raw = withKindName(raw, k)
+		}
+		masked := applyMasks(raw, o.rules)
+		if masked == nil {
+			continue
+		}
+		stem, match, gen := identity(raw, k.Name)
+		norm := normalizeStrings(masked, ns).(map[string]any)
+		if md, ok := norm["metadata"].(map[string]any); ok {
+			if _, has := md["namespace"]; has && k.Namespace == ns {
+				md["namespace"] = nsPlaceholder
+			}
+			if gen {
+				md["name"] = stem
+			}
+		}
+		vns := k.Namespace
+		if vns == ns && ns != "" {
+			vns = nsPlaceholder
+		}
+		out = append(out, &objView{
+			key: key, group: k.Group, kind: k.Kind, namespace: vns, name: k.Name,
+			stem: stem, match: match, generated: gen, obj: norm,
+		})
+	}
+	return out
+}
+
+// withKindName fills kind and metadata.name from the key when an object lacks them.
+func withKindName(obj model.Object, k model.ObjectKey) model.Object {
+	out := make(model.Object, len(obj)+1)
+	for kk, v := range obj {
+		out[kk] = v
+	}
+	out["kind"] = k.Kind
+	if _, ok := out["metadata"]; !ok {
+		out["metadata"] = map[string]any{"name": k.Name}
+	}
+	return out
+}
+
+// objPair is an object of state A and its counterpart in B (either may be nil:
+// missing from one side) with their differences.
+type objPair struct {
+	a, b    *objView
+	changes []Change
+}
+
+// compareViews pairs the objects of two states and diffs them; only pairs with
+// differences (or a missing side) are returned, sorted by A's key (then B's).
+func compareViews(as, bs []*objView) []objPair {
+	pairs := pairViews(as, bs)
+	var out []objPair
+	for _, p := range pairs {
+		if p.a == nil || p.b == nil {
+			out = append(out, p)
+			continue
+		}
+		if ch := diffObjects(p.a.obj, p.b.obj); len(ch) > 0 {
+			p.changes = ch
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func pairViews(as, bs []*objView) []objPair {
+	var pairs []objPair
+	usedA := make([]bool, len(as))
+	usedB := make([]bool, len(bs))
+	// 1. Same name.
+	byExact := map[string]int{}
+	for j, b := range bs {
+		byExact[b.exactID()] = j
+	}
+	for i, a := range as {
+		if j, ok := byExact[a.exactID()]; ok && !usedB[j] {
+			usedA[i], usedB[j] = true, true
+			pairs = append(pairs, objPair{a: a, b: bs[j]})
+		}
+	}
+	// Generated names only (ordinals are identities): 2. same owner and template
+	// hash; 3. same stem. Within a group, the closest object is taken.
+	for _, id := range []func(*objView) string{(*objView).matchID, (*objView).stemID} {
+		groupsB := map[string][]int{}
+		for j, b := range bs {
+			if !usedB[j] && b.generated {
+				groupsB[id(b)] = append(groupsB[id(b)], j)
+			}
+		}
+		for i, a := range as {
+			if usedA[i] || !a.generated {
+				continue
+			}
+			best, bestCost := -1, 0
+			for _, j := range groupsB[id(a)] {
+				if usedB[j] {
+					continue
+				}
+				c := len(diffObjects(a.obj, bs[j].obj))
+				if best < 0 || c < bestCost {
+					best, bestCost = j, c
+				}
+			}
+			if best >= 0 {
+				usedA[i], usedB[best] = true, true
+				pairs = append(pairs, objPair{a: a, b: bs[best]})
+			}
+		}
+	}
+	for i, a := range as {
+		if !usedA[i] {
+			pairs = append(pairs, objPair{a: a})
+		}
+	}
+	for j, b := range bs {
+		if !usedB[j] {
+			pairs = append(pairs, objPair{b: b})
+		}
+	}
+	sort.SliceStable(pairs, func(i, j int) bool { return pairKey(pairs[i]) < pairKey(pairs[j]) })
+	return pairs
+}
+
+func pairKey(p objPair) string {
+	if p.a != nil {
+		return p.a.key
+	}
+	return p.b.key
+}
+
+// side returns the view present in p (A first).
+func (p objPair) side() *objView {
+	if p.a != nil {
+		return p.a
+	}
+	return p.b
+}

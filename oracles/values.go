@@ -1,0 +1,459 @@
+package oracles
+
+import (
+	"encoding/json"
+	"math"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Values inside objects are JSON-shaped: map[string]any, []any, string, bool,
+// nil and numbers (float64 from encoding/json, int64 from the unstructured
+// converter, json.Number when decoded with UseNumber).
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// deepCopy copies a JSON-shaped value; values of other Go types (typed maps or
+// slices built in Go) are converted through JSON.
+func deepCopy(v any) any {
+	switch n := v.(type) {
+	case nil, string, bool, float64, float32, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, json.Number:
+		return n
+	case map[string]any:
+		out := make(map[string]any, len(n))
+		for k, c := range n {
+			out[k] = deepCopy(c)
+		}
+		return out
+	case []any:
+		out := make([]any, len(n))
+		for i, c := range n {
+			out[i] = deepCopy(c)
+		}
+		return out
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Map, reflect.Slice, reflect.Array, reflect.Struct, reflect.Pointer:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return v
+		}
+		var out any
+		if err := json.Unmarshal(b, &out); err != nil {
+			return v
+		}
+		return out
+	}
+	return v
+}
+
+func copyObject(o map[string]any) map[string]any {
+	if o == nil {
+		return nil
+	}
+	return deepCopy(o).(map[string]any)
+}
+
+// number returns v as a float64 when it is a JSON number.
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, true
+	case float32:
+		return float64(n), true
+	case int:
+		return float64(n), true
+	case int8:
+		return float64(n), true
+	case int16:
+		return float64(n), true
+	case int32:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	case uint:
+		return float64(n), true
+	case uint8:
+		return float64(n), true
+	case uint16:
+		return float64(n), true
+	case uint32:
+		return float64(n), true
+	case uint64:
+		return float64(n), true
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// equalJSON is structural equality of JSON-shaped values (numbers by value).
+func equalJSON(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			w, ok := y[k]
+			if !ok || !equalJSON(v, w) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !equalJSON(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	case nil:
+		return b == nil
+	}
+	if fa, ok := number(a); ok {
+		fb, ok := number(b)
+		return ok && fa == fb
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+// scalarString renders a primitive as the string a Kubernetes object or a
+// configuration file would hold it in; ok is false for structures and nil.
+func scalarString(v any) (string, bool) {
+	switch x := v.(type) {
+	case string:
+		return x, true
+	case bool:
+		return strconv.FormatBool(x), true
+	case json.Number:
+		return x.String(), true
+	}
+	if f, ok := number(v); ok {
+		if f == math.Trunc(f) && math.Abs(f) < 1e15 {
+			return strconv.FormatInt(int64(f), 10), true
+		}
+		return strconv.FormatFloat(f, 'g', -1, 64), true
+	}
+	return "", false
+}
+
+// equivalent reports whether a desired primitive d and an observed primitive v
+// mean the same: equal, or equal after Kubernetes quantity normalization
+// ("1Gi" == "1073741824" == "1024Mi"), as an int-or-string ("3" == 3), as the
+// string form of a number or bool, or as equal Go durations ("1m" == "60s").
+func equivalent(d, v any) bool {
+	if equalJSON(d, v) {
+		return true
+	}
+	ds, ok1 := scalarString(d)
+	vs, ok2 := scalarString(v)
+	if !ok1 || !ok2 {
+		return false
+	}
+	if ds == vs {
+		return true
+	}
+	if _, isBool := d.(bool); isBool {
+		return strings.EqualFold(ds, vs)
+	}
+	if _, isBool := v.(bool); isBool {
+		return strings.EqualFold(ds, vs)
+	}
+	if fd, err := strconv.ParseFloat(ds, 64); err == nil {
+		if fv, err := strconv.ParseFloat(vs, 64); err == nil {
+			return fd == fv
+		}
+	}
+	if qd, ok := quantity(ds); ok {
+		if qv, ok := quantity(vs); ok {
+			return qd.Cmp(qv) == 0
+		}
+	}
+	if dd, ok := duration(ds); ok {
+		if dv, ok := duration(vs); ok {
+			return dd == dv
+		}
+	}
+	return false
+}
+
+func quantity(s string) (resource.Quantity, bool) {
+	if s == "" || len(s) > 40 {
+		return resource.Quantity{}, false
+	}
+	c := s[0]
+	if !(c >= '0' && c <= '9') && c != '.' && c != '+' && c != '-' {
+		return resource.Quantity{}, false
+	}
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return resource.Quantity{}, false
+	}
+	return q, true
+}
+
+func duration(s string) (time.Duration, bool) {
+	if s == "" || strings.IndexFunc(s, func(r rune) bool { return r >= 'a' && r <= 'z' }) < 0 {
+		return 0, false
+	}
+	d, err := time.ParseDuration(s)
+	return d, err == nil
+}
+
+// contains reports whether observed value v reflects desired value d: equivalent
+// primitives; for a map, every key of d is in v with a value that reflects it
+// (v may hold more: server defaults, operator additions); for a list, every
+// element of d is reflected by some element of v.
+func contains(d, v any) bool {
+	switch x := d.(type) {
+	case map[string]any:
+		y, ok := v.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, dv := range x {
+			vv, ok := y[k]
+			if !ok {
+				if isEmpty(dv) {
+					continue
+				}
+				return false
+			}
+			if !contains(dv, vv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := v.([]any)
+		if !ok {
+			return false
+		}
+		for _, de := range x {
+			found := false
+			for _, ve := range y {
+				if contains(de, ve) {
+					found = true
+					break
+				}
+			}
+			if !found {
+				return false
+			}
+		}
+		return true
+	case nil:
+		return v == nil
+	}
+	if _, ok := v.(map[string]any); ok {
+		return false
+	}
+	if _, ok := v.([]any); ok {
+		return false
+	}
+	return equivalent(d, v)
+}
+
+// isEmpty: nil, "", an empty map or list.
+func isEmpty(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case string:
+		return x == ""
+	case map[string]any:
+		return len(x) == 0
+	case []any:
+		return len(x) == 0
+	}
+	return false
+}
+
+// isStructure: a map or a list.
+func isStructure(v any) bool {
+	switch v.(type) {
+	case map[string]any, []any:
+		return true
+	}
+	return false
+}
+
+// weak values (booleans, small integers, empty or one-character strings) match
+// many unrelated fields by coincidence: they count only where names agree.
+func weak(v any) bool {
+	switch x := v.(type) {
+	case bool, nil:
+		return true
+	case string:
+		if len(x) <= 1 {
+			return true
+		}
+		switch strings.ToLower(x) {
+		case "true", "false", "yes", "no", "on", "off":
+			return true
+		}
+		if f, err := strconv.ParseFloat(x, 64); err == nil {
+			return math.Abs(f) <= 10
+		}
+		return false
+	}
+	if f, ok := number(v); ok {
+		return math.Abs(f) <= 10
+	}
+	return false
+}
+
+// configLine parses one line of a configuration file or command line: "key
+// value", "key=value", "key: value", "--key=value". ok is false for comments
+// and lines without a value separator.
+func configLine(line string) (key, value string, ok bool) {
+	line = strings.TrimSpace(line)
+	if line == "" || line[0] == '#' || line[0] == ';' {
+		return "", "", false
+	}
+	line = strings.TrimLeft(line, "-")
+	i := strings.IndexAny(line, " \t=:")
+	if i <= 0 {
+		return "", "", false
+	}
+	key = line[:i]
+	rest := strings.TrimLeft(line[i:], " \t")
+	if strings.HasPrefix(rest, "=") || strings.HasPrefix(rest, ":") {
+		rest = strings.TrimLeft(rest[1:], " \t")
+	}
+	return key, unquote(strings.TrimSpace(rest)), true
+}
+
+func unquote(s string) string {
+	if len(s) >= 2 && (s[0] == '"' && s[len(s)-1] == '"' || s[0] == '\'' && s[len(s)-1] == '\'') {
+		if u, err := strconv.Unquote(`"` + strings.ReplaceAll(s[1:len(s)-1], `"`, `\"`) + `"`); err == nil {
+			return u
+		}
+		return s[1 : len(s)-1]
+	}
+	return s
+}
+
+// lineValue returns the value a text gives to key, comparing keys
+// case-insensitively: from a line "key value" (key=value, key: value,
+// --key=value; the last line wins, as in valkey.conf), or else from a command
+// line inside the text ("... --key value ...", "... --key=value ..."). ok is
+// false when the text does not set key.
+func lineValue(text, key string) (string, bool) {
+	if key == "" || !strings.Contains(strings.ToLower(text), strings.ToLower(key)) {
+		return "", false
+	}
+	var val string
+	found := false
+	for _, line := range strings.Split(text, "\n") {
+		k, v, ok := configLine(line)
+		if ok && strings.EqualFold(k, key) {
+			val, found = v, true
+		}
+	}
+	if found {
+		return val, true
+	}
+	return flagValue(strings.Fields(text), key)
+}
+
+// flagValue finds "--key value" or "--key=value" (one or two dashes, or none)
+// in command-line arguments; the last occurrence wins.
+func flagValue(args []string, key string) (string, bool) {
+	var val string
+	found := false
+	for i, a := range args {
+		a = strings.TrimLeft(a, "-")
+		switch {
+		case strings.EqualFold(a, key) && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-"):
+			val, found = unquote(args[i+1]), true
+		case len(a) > len(key) && a[len(key)] == '=' && strings.EqualFold(a[:len(key)], key):
+			val, found = unquote(a[len(key)+1:]), true
+		}
+	}
+	return val, found
+}
+
+// argsValue looks key up in a list of strings (container args or command).
+func argsValue(v any, key string) (string, bool) {
+	l, ok := v.([]any)
+	if !ok || len(l) == 0 || key == "" {
+		return "", false
+	}
+	args := make([]string, 0, len(l))
+	for _, e := range l {
+		s, ok := e.(string)
+		if !ok {
+			return "", false
+		}
+		args = append(args, s)
+	}
+	return flagValue(args, key)
+}
+
+// normName lowercases a field name and drops '-' and '_' for name affinity.
+func normName(s string) string {
+	s = strings.ToLower(s)
+	return strings.NewReplacer("-", "", "_", "").Replace(s)
+}
+
+// affinity counts how many trailing field names of a property path and a state
+// field path agree (after normName); the last names may also end with one another.
+func affinity(prop, field fieldPath) int {
+	pf, ff := prop.fields(), field.fields()
+	n := 0
+	for i, j := len(pf)-1, len(ff)-1; i >= 0 && j >= 0; i, j = i-1, j-1 {
+		a, b := normName(pf[i]), normName(ff[j])
+		if a == b || (n == 0 && a != "" && b != "" && (strings.HasSuffix(a, b) || strings.HasSuffix(b, a))) {
+			n++
+			continue
+		}
+		break
+	}
+	return n
+}
+
+// render renders a value compactly for summaries.
+func render(v any) string {
+	if s, ok := v.(string); ok {
+		return strconv.Quote(truncate(s, 80))
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "?"
+	}
+	return truncate(string(b), 120)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
