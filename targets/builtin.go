@@ -1,8 +1,8 @@
 package targets
 
 import (
-	"github.com/gauntlet-dev/gauntlet/oracles"
 	"fmt"
+	"github.com/gauntlet-dev/gauntlet/oracles"
 	"path/filepath"
 	"time"
 )
