@@ -1013,6 +1013,13 @@ func (w *podWorker) runOnce(c *ctrRun, prep prepared, stop <-chan struct{}) (con
 	pod := w.pod
 	c.instances++
 	instance := c.instances
+	// The status moves in one step: the ended instance becomes lastState and the new
+	// one waits while it is created, so no snapshot pairs the new restart count and
+	// container ID with the old instance's state.
+	if c.state.Terminated != nil {
+		c.last = c.state
+		c.state = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}
+	}
 	c.restarts = int32(instance - 1)
 	c.id = fmt.Sprintf("gauntlet://%s-%s-%d", w.uid, c.name, instance)
 	c.imageID = prep.imageID
