@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/gauntlet-dev/gauntlet/inputgen/crd"
-	"github.com/gauntlet-dev/gauntlet/inputgen/internal/jsonv"
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 )
 
 // DryRunValidator validates desired states against a real API server with server-side dry run

@@ -15,7 +15,7 @@ import (
 	"sync"
 
 	"github.com/gauntlet-dev/gauntlet/inputgen/crd"
-	"github.com/gauntlet-dev/gauntlet/inputgen/internal/jsonv"
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"github.com/gauntlet-dev/gauntlet/inputgen/internal/regexgen"
 	"github.com/gauntlet-dev/gauntlet/inputgen/internal/semantic"
 )

@@ -6,7 +6,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/gauntlet-dev/gauntlet/inputgen/internal/jsonv"
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"github.com/gauntlet-dev/gauntlet/inputgen/internal/semantic"
 )
 

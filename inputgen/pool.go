@@ -5,7 +5,7 @@ import (
 	"sync"
 
 	"github.com/gauntlet-dev/gauntlet/inputgen/crd"
-	"github.com/gauntlet-dev/gauntlet/inputgen/internal/jsonv"
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 )
 
 // Source tells where a pool value comes from.

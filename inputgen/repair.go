@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/gauntlet-dev/gauntlet/inputgen/crd"
-	"github.com/gauntlet-dev/gauntlet/inputgen/internal/jsonv"
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 )
 
 // hasFieldRE finds the optional fields a CEL rule tests for presence: has(self.x).

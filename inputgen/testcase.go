@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/gauntlet-dev/gauntlet/inputgen/internal/jsonv"
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 )
 
 // Label says what a test case is expected to do to the system.

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/gauntlet-dev/gauntlet/inputgen/internal/jsonv"
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 )
 
 func TestPredicateHolds(t *testing.T) {

@@ -3,6 +3,7 @@ package oracles
 import (
 	"context"
 	"fmt"
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"sort"
 	"strings"
 
@@ -188,7 +189,7 @@ func (c *Consistency) properties(t *model.Transition) []property {
 				return
 			}
 		}
-		if pok && dok && equalJSON(pv, dv) {
+		if pok && dok && jsonv.Equal(pv, dv) {
 			return
 		}
 		pm, pIsMap := pv.(map[string]any)

@@ -1,6 +1,7 @@
 package oracles
 
 import (
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"strconv"
 	"strings"
 	"testing"
@@ -229,11 +230,11 @@ func TestConsistency(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			prev := loadSnapshot(t, "s0")
 			prevD := desiredOf(prev)
-			d := copyObject(prevD)
+			d := jsonv.CopyMap(prevD)
 			c.desired(t, d)
 			curr := loadSnapshot(t, "s0")
 			cr := curr.CRObject()
-			cr["spec"] = deepCopy(d["spec"])
+			cr["spec"] = jsonv.Copy(d["spec"])
 			setIn(t, cr, "metadata.generation", 2.0)
 			c.state(t, curr)
 			tr := &model.Transition{Step: step(model.StepApply, c.changed...), PrevDesired: prevD, Desired: d, Prev: prev, Curr: curr}
@@ -250,10 +251,10 @@ func TestConsistencySignatureGeneralized(t *testing.T) {
 	sig := func(key string, cfg Config, changed string) string {
 		prev := loadSnapshot(t, "s0")
 		prevD := desiredOf(prev)
-		d := copyObject(prevD)
+		d := jsonv.CopyMap(prevD)
 		setIn(t, d, `spec.config["`+key+`"]`, "yes")
 		curr := loadSnapshot(t, "s0")
-		curr.CRObject()["spec"] = deepCopy(d["spec"])
+		curr.CRObject()["spec"] = jsonv.Copy(d["spec"])
 		fs := run(NewConsistency(cfg), &model.Transition{Step: step(model.StepApply, changed), PrevDesired: prevD, Desired: d, Prev: prev, Curr: curr})
 		if len(fs) != 1 {
 			t.Fatalf("got %d findings, want 1: %+v", len(fs), fs)

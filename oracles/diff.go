@@ -1,6 +1,7 @@
 package oracles
 
 import (
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"sort"
 
 	"github.com/gauntlet-dev/gauntlet/model"
@@ -89,7 +90,7 @@ func diffValues(at fieldPath, a, b any, out *[]Change) {
 		}
 		return
 	}
-	if !equalJSON(a, b) {
+	if !jsonv.Equal(a, b) {
 		*out = append(*out, Change{Path: at.String(), A: a, B: b})
 	}
 }

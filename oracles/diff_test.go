@@ -3,6 +3,7 @@ package oracles
 import (
 	"context"
 	"encoding/json"
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"reflect"
 	"strings"
 	"testing"
@@ -320,13 +321,13 @@ func TestDefaultAndRun(t *testing.T) {
 func TestAllOraclesCleanTransition(t *testing.T) {
 	prev := loadSnapshot(t, "s0")
 	prevD := desiredOf(prev)
-	d := copyObject(prevD)
+	d := jsonv.CopyMap(prevD)
 	setIn(t, d, "spec.replicas", 5.0)
 	curr := loadSnapshot(t, "s0")
-	curr.CRObject()["spec"] = deepCopy(d["spec"])
+	curr.CRObject()["spec"] = jsonv.Copy(d["spec"])
 	scaleTo(t, curr, 5)
 	ref := loadSnapshot(t, "s0-ref")
-	ref.CRObject()["spec"] = deepCopy(d["spec"])
+	ref.CRObject()["spec"] = jsonv.Copy(d["spec"])
 	scaleTo(t, ref, 5)
 	sample := cloneSnapshot(t, curr)
 	set(t, sample, "StatefulSet/cache", "metadata.resourceVersion", "2999")
@@ -347,10 +348,10 @@ func BenchmarkDefaultOracles(b *testing.B) {
 	t := b
 	prev := loadSnapshot(t, "s0")
 	prevD := desiredOf(prev)
-	d := copyObject(prevD)
+	d := jsonv.CopyMap(prevD)
 	setIn(t, d, "spec.replicas", 40.0)
 	curr := loadSnapshot(t, "s0")
-	curr.CRObject()["spec"] = deepCopy(d["spec"])
+	curr.CRObject()["spec"] = jsonv.Copy(d["spec"])
 	scaleTo(t, curr, 40)
 	ref := cloneSnapshot(t, curr)
 	sample := cloneSnapshot(t, curr)

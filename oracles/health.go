@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"regexp"
 	"sort"
 	"strings"
@@ -159,7 +160,7 @@ func containerStatuses(pod model.Object) []containerStatus {
 			}
 			cs := containerStatus{path: fmt.Sprintf("status.%s[%d]", field, i)}
 			cs.name, _ = m["name"].(string)
-			if n, ok := number(m["restartCount"]); ok {
+			if n, ok := jsonv.AsFloat(m["restartCount"]); ok {
 				cs.restarts = int(n)
 			}
 			w := mapAt(m, "state", "waiting")
@@ -376,7 +377,7 @@ func orDefault(s, d string) string {
 
 func intAt(o model.Object, def int, keys ...string) int {
 	m := mapAt(o, keys[:len(keys)-1]...)
-	if n, ok := number(m[keys[len(keys)-1]]); ok {
+	if n, ok := jsonv.AsFloat(m[keys[len(keys)-1]]); ok {
 		return int(n)
 	}
 	return def

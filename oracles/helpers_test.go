@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,7 +100,7 @@ func copyAs(t testing.TB, s *model.Snapshot, kindName, newName string) model.Obj
 	t.Helper()
 	key := keyOf(t, s, kindName)
 	k, _ := model.ParseObjectKey(key)
-	o := copyObject(s.Objects[key])
+	o := jsonv.CopyMap(s.Objects[key])
 	setIn(t, o, "metadata.name", newName)
 	k.Name = newName
 	s.Objects[k.String()] = o
@@ -120,7 +121,7 @@ func desiredOf(s *model.Snapshot) model.Object {
 		"apiVersion": cr["apiVersion"],
 		"kind":       cr["kind"],
 		"metadata":   map[string]any{"name": md["name"], "namespace": md["namespace"]},
-		"spec":       deepCopy(cr["spec"]),
+		"spec":       jsonv.Copy(cr["spec"]),
 	}
 }
 

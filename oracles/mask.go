@@ -3,6 +3,7 @@ package oracles
 import (
 	"errors"
 	"fmt"
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"path"
 	"regexp"
 	"strings"
@@ -203,7 +204,7 @@ func applyMasks(obj model.Object, rules []maskRule) model.Object {
 		return nil
 	}
 	kind, name := objKindName(obj)
-	out := copyObject(obj)
+	out := jsonv.CopyMap(obj)
 	for _, r := range rules {
 		if r.timestamps {
 			maskTimestamps(out)

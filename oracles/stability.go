@@ -3,6 +3,7 @@ package oracles
 import (
 	"context"
 	"fmt"
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"strings"
 
 	"github.com/gauntlet-dev/gauntlet/model"
@@ -132,7 +133,7 @@ func (s *Stability) Check(ctx context.Context, t *model.Transition) []model.Find
 func oscillates(vals []any) bool {
 	for i := 2; i < len(vals); i++ {
 		for j := 0; j < i-1; j++ {
-			if equalJSON(vals[i], vals[j]) && !equalJSON(vals[i], vals[i-1]) {
+			if jsonv.Equal(vals[i], vals[j]) && !jsonv.Equal(vals[i], vals[i-1]) {
 				return true
 			}
 		}

@@ -1,6 +1,7 @@
 package oracles
 
 import (
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"regexp"
 	"sort"
 	"strings"
@@ -187,8 +188,8 @@ func historyOnly(kind string, obj model.Object) bool {
 	}
 	spec, _ := obj["spec"].(map[string]any)
 	status, _ := obj["status"].(map[string]any)
-	r, ok := number(spec["replicas"])
-	s, _ := number(status["replicas"])
+	r, ok := jsonv.AsFloat(spec["replicas"])
+	s, _ := jsonv.AsFloat(status["replicas"])
 	return ok && r == 0 && s == 0
 }
 

@@ -1,6 +1,7 @@
 package oracles
 
 import (
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"slices"
 	"testing"
 
@@ -329,7 +330,7 @@ func cloneSnapshot(t testing.TB, s *model.Snapshot) *model.Snapshot {
 	out := *s
 	out.Objects = map[string]model.Object{}
 	for k, o := range s.Objects {
-		out.Objects[k] = copyObject(o)
+		out.Objects[k] = jsonv.CopyMap(o)
 	}
 	return &out
 }

@@ -2,8 +2,8 @@ package oracles
 
 import (
 	"encoding/json"
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"math"
-	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,124 +25,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// deepCopy copies a JSON-shaped value; values of other Go types (typed maps or
-// slices built in Go) are converted through JSON.
-func deepCopy(v any) any {
-	switch n := v.(type) {
-	case nil, string, bool, float64, float32, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, json.Number:
-		return n
-	case map[string]any:
-		out := make(map[string]any, len(n))
-		for k, c := range n {
-			out[k] = deepCopy(c)
-		}
-		return out
-	case []any:
-		out := make([]any, len(n))
-		for i, c := range n {
-			out[i] = deepCopy(c)
-		}
-		return out
-	}
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Map, reflect.Slice, reflect.Array, reflect.Struct, reflect.Pointer:
-		b, err := json.Marshal(v)
-		if err != nil {
-			return v
-		}
-		var out any
-		if err := json.Unmarshal(b, &out); err != nil {
-			return v
-		}
-		return out
-	}
-	return v
-}
-
-func copyObject(o map[string]any) map[string]any {
-	if o == nil {
-		return nil
-	}
-	return deepCopy(o).(map[string]any)
-}
-
-// number returns v as a float64 when it is a JSON number.
-func number(v any) (float64, bool) {
-	switch n := v.(type) {
-	case float64:
-		return n, true
-	case float32:
-		return float64(n), true
-	case int:
-		return float64(n), true
-	case int8:
-		return float64(n), true
-	case int16:
-		return float64(n), true
-	case int32:
-		return float64(n), true
-	case int64:
-		return float64(n), true
-	case uint:
-		return float64(n), true
-	case uint8:
-		return float64(n), true
-	case uint16:
-		return float64(n), true
-	case uint32:
-		return float64(n), true
-	case uint64:
-		return float64(n), true
-	case json.Number:
-		f, err := n.Float64()
-		return f, err == nil
-	}
-	return 0, false
-}
-
-// equalJSON is structural equality of JSON-shaped values (numbers by value).
-func equalJSON(a, b any) bool {
-	switch x := a.(type) {
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for k, v := range x {
-			w, ok := y[k]
-			if !ok || !equalJSON(v, w) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !equalJSON(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	case string:
-		y, ok := b.(string)
-		return ok && x == y
-	case bool:
-		y, ok := b.(bool)
-		return ok && x == y
-	case nil:
-		return b == nil
-	}
-	if fa, ok := number(a); ok {
-		fb, ok := number(b)
-		return ok && fa == fb
-	}
-	return reflect.DeepEqual(a, b)
-}
-
 // scalarString renders a primitive as the string a Kubernetes object or a
 // configuration file would hold it in; ok is false for structures and nil.
 func scalarString(v any) (string, bool) {
@@ -154,7 +36,7 @@ func scalarString(v any) (string, bool) {
 	case json.Number:
 		return x.String(), true
 	}
-	if f, ok := number(v); ok {
+	if f, ok := jsonv.AsFloat(v); ok {
 		if f == math.Trunc(f) && math.Abs(f) < 1e15 {
 			return strconv.FormatInt(int64(f), 10), true
 		}
@@ -168,7 +50,7 @@ func scalarString(v any) (string, bool) {
 // ("1Gi" == "1073741824" == "1024Mi"), as an int-or-string ("3" == 3), as the
 // string form of a number or bool, or as equal Go durations ("1m" == "60s").
 func equivalent(d, v any) bool {
-	if equalJSON(d, v) {
+	if jsonv.Equal(d, v) {
 		return true
 	}
 	ds, ok1 := scalarString(d)
@@ -323,7 +205,7 @@ func weak(v any) bool {
 		}
 		return false
 	}
-	if f, ok := number(v); ok {
+	if f, ok := jsonv.AsFloat(v); ok {
 		return math.Abs(f) <= 10
 	}
 	return false

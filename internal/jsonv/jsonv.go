@@ -4,8 +4,10 @@
 package jsonv
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,9 +34,23 @@ func Copy(v any) any {
 		return int64(x)
 	case float32:
 		return float64(x)
-	default:
+	case nil, string, bool, int64, float64, json.Number:
 		return v
 	}
+	// Typed maps, slices and structs built in Go: through JSON.
+	switch reflect.ValueOf(v).Kind() {
+	case reflect.Map, reflect.Slice, reflect.Array, reflect.Struct, reflect.Pointer:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return v
+		}
+		var out any
+		if err := json.Unmarshal(b, &out); err != nil {
+			return v
+		}
+		return out
+	}
+	return v
 }
 
 // CopyMap deep-copies an object.
@@ -45,7 +61,7 @@ func CopyMap(m map[string]any) map[string]any {
 	return Copy(m).(map[string]any)
 }
 
-// AsFloat returns a number as float64.
+// AsFloat returns a number of any Go numeric type (or a json.Number) as float64.
 func AsFloat(v any) (float64, bool) {
 	switch x := v.(type) {
 	case int64:
@@ -54,10 +70,27 @@ func AsFloat(v any) (float64, bool) {
 		return float64(x), true
 	case int32:
 		return float64(x), true
+	case int16:
+		return float64(x), true
+	case int8:
+		return float64(x), true
+	case uint:
+		return float64(x), true
+	case uint64:
+		return float64(x), true
+	case uint32:
+		return float64(x), true
+	case uint16:
+		return float64(x), true
+	case uint8:
+		return float64(x), true
 	case float64:
 		return x, true
 	case float32:
 		return float64(x), true
+	case json.Number:
+		f, err := x.Float64()
+		return f, err == nil
 	}
 	return 0, false
 }
@@ -114,9 +147,11 @@ func Equal(a, b any) bool {
 	case nil:
 		return b == nil
 	}
-	fa, ok1 := AsFloat(a)
-	fb, ok2 := AsFloat(b)
-	return ok1 && ok2 && fa == fb
+	if fa, ok := AsFloat(a); ok {
+		fb, ok := AsFloat(b)
+		return ok && fa == fb
+	}
+	return reflect.DeepEqual(a, b)
 }
 
 // Token is one step of a concrete path: a string (object key) or an int (list index).
