@@ -254,35 +254,7 @@ func allMaps(l []any) bool {
 
 // sameValue is semantic equality of desired values (structures element-wise).
 func sameValue(a, b any) bool {
-	switch x := a.(type) {
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for k, v := range x {
-			w, ok := y[k]
-			if !ok || !sameValue(v, w) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !sameValue(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	}
-	if isStructure(b) {
-		return false
-	}
-	return equivalent(a, b)
+	return jsonv.EqualWith(a, b, func(a, b any) bool { return !isStructure(a) && !isStructure(b) && equivalent(a, b) })
 }
 
 func (c *Consistency) skipped(p fieldPath) bool {

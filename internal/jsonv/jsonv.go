@@ -113,7 +113,11 @@ func AsInt(v any) (int64, bool) {
 }
 
 // Equal compares JSON-like values; numbers compare by value whatever their Go type.
-func Equal(a, b any) bool {
+func Equal(a, b any) bool { return EqualWith(a, b, equalLeaf) }
+
+// EqualWith compares maps key by key and lists element by element, and everything
+// else (scalars, or a structure against a scalar) with leaf.
+func EqualWith(a, b any, leaf func(a, b any) bool) bool {
 	switch x := a.(type) {
 	case map[string]any:
 		y, ok := b.(map[string]any)
@@ -122,7 +126,7 @@ func Equal(a, b any) bool {
 		}
 		for k, v := range x {
 			w, ok := y[k]
-			if !ok || !Equal(v, w) {
+			if !ok || !EqualWith(v, w, leaf) {
 				return false
 			}
 		}
@@ -133,11 +137,17 @@ func Equal(a, b any) bool {
 			return false
 		}
 		for i := range x {
-			if !Equal(x[i], y[i]) {
+			if !EqualWith(x[i], y[i], leaf) {
 				return false
 			}
 		}
 		return true
+	}
+	return leaf(a, b)
+}
+
+func equalLeaf(a, b any) bool {
+	switch x := a.(type) {
 	case string:
 		y, ok := b.(string)
 		return ok && x == y
