@@ -321,6 +321,7 @@ func (r *runner) startEnvs(ctx context.Context, n int, tag string) ([]*env, time
 			if err != nil {
 				return err
 			}
+			k.stateDir = stateDir
 			if err := k.deploy(gctx, r.target, stateDir); err != nil {
 				return fmt.Errorf("cluster %s: deploy the operator: %w", name, err)
 			}

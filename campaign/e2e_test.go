@@ -19,6 +19,9 @@ func TestMain(m *testing.M) {
 	if local.Init() {
 		return
 	}
+	if os.Getenv(envResumeChild) != "" {
+		os.Exit(runResumeChild())
+	}
 	os.Exit(m.Run())
 }
 

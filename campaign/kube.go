@@ -51,8 +51,10 @@ type kube struct {
 
 	opCmd     *exec.Cmd
 	opLogPath string
-	opLogOff  int64
-	opDone    chan struct{}
+	// stateDir holds the out-of-cluster operator's files; stop removes it.
+	stateDir string
+	opLogOff int64
+	opDone   chan struct{}
 }
 
 func newKube(c cluster.Cluster, log *slog.Logger) (*kube, error) {
@@ -267,6 +269,9 @@ func (k *kube) stop() {
 			_ = k.opCmd.Process.Kill()
 			<-k.opDone
 		}
+	}
+	if k.stateDir != "" {
+		_ = os.RemoveAll(k.stateDir)
 	}
 }
 

@@ -50,23 +50,30 @@ type Reproducer struct {
 
 // candidates lists the sequences to try for a failing step, shortest first:
 // (S0, D(i)) alone; Acto's two operations (S0, D(i-1)), (S(i-1), D(i)); and for
-// a failed rollback, D(i-1), D(i) then the rollback to D(i-1).
-func candidates(fail, prev *StepRecord) [][]ReproStep {
+// a failed rollback, D(i-1), D(i) then the rollback to D(i-1). base is D0 (the
+// seed every candidate starts from): a candidate that would re-declare it is
+// shortened, since S0 is already the state it reaches.
+func candidates(fail, prev *StepRecord, base model.Object) [][]ReproStep {
 	rs := func(s *StepRecord) ReproStep {
 		return ReproStep{Kind: s.Kind, Desired: s.Desired, Recreate: s.Kind == model.StepRecreate}
 	}
+	isBase := func(d model.Object) bool { return base != nil && jsonEqual(d, base) }
 	var out [][]ReproStep
 	switch fail.Kind {
 	case model.StepRollback:
 		if prev != nil {
-			// prev is the failing forward step; its CaseBase… the rollback target is fail.Desired.
-			out = append(out, []ReproStep{{Kind: model.StepApply, Desired: fail.Desired}, rs(prev), rs(fail)})
+			// prev is the failing forward step (D(i)); the rollback target D(i-1) is fail.Desired.
+			if isBase(fail.Desired) {
+				out = append(out, []ReproStep{rs(prev), rs(fail)})
+			} else {
+				out = append(out, []ReproStep{{Kind: model.StepApply, Desired: fail.Desired}, rs(prev), rs(fail)})
+			}
 		}
 	case model.StepSeed:
 		out = append(out, nil)
 	default:
 		out = append(out, []ReproStep{rs(fail)})
-		if prev != nil && prev.Kind != model.StepSeed && !jsonEqual(prev.Current, fail.Desired) {
+		if prev != nil && prev.Kind != model.StepSeed && !jsonEqual(prev.Current, fail.Desired) && !isBase(prev.Current) {
 			out = append(out, []ReproStep{{Kind: model.StepApply, Desired: prev.Current}, rs(fail)})
 		}
 	}
@@ -104,14 +111,15 @@ func stepIndex(recs []Record) map[string]*StepRecord {
 	return m
 }
 
-// reproducerFor builds the candidate list of a group from the recorded history.
-func reproducerFor(g *AlarmGroup, idx map[string]*StepRecord) (*StepRecord, [][]ReproStep, string) {
+// reproducerFor builds the candidate list of a group from the recorded history
+// (base is D0, the seed the candidates start from).
+func reproducerFor(g *AlarmGroup, idx map[string]*StepRecord, base model.Object) (*StepRecord, [][]ReproStep, string) {
 	for _, id := range g.Steps {
 		s := idx[id]
 		if s == nil {
 			continue
 		}
-		return s, candidates(s, idx[s.Prev]), ""
+		return s, candidates(s, idx[s.Prev], base), ""
 	}
 	return nil, nil, "the group's steps are differential re-runs: the reproducer is the recorded history up to the step"
 }
@@ -120,7 +128,7 @@ func reproducerFor(g *AlarmGroup, idx map[string]*StepRecord) (*StepRecord, [][]
 func (r *runner) minimizeGroups(ctx context.Context, e *env, res *Result, recs []Record) {
 	idx := stepIndex(recs)
 	for _, g := range res.Groups {
-		from, cands, note := reproducerFor(g, idx)
+		from, cands, note := reproducerFor(g, idx, r.base)
 		rep := &Reproducer{Group: g.ID, Signature: g.Signature, Oracle: g.Oracle, Summary: g.Summary, Seed: r.base, Target: r.target.Source, Note: note}
 		if from != nil {
 			rep.FromStep = from.ID()

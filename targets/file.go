@@ -169,8 +169,13 @@ func (t *Target) loadSeedAndExamples(seedPath string, examples []string) error {
 			if t.Kind == "" {
 				t.Kind = k
 			}
-			t.Examples = append(t.Examples, objs[:i]...)
-			t.Examples = append(t.Examples, objs[i+1:]...)
+			for _, e := range objs[i+1:] {
+				// Other objects of the kind are examples; objects of other kinds (a Secret the
+				// seed needs) are not CRs to mine.
+				if ek, _ := e["kind"].(string); ek == t.Kind {
+					t.Examples = append(t.Examples, e)
+				}
+			}
 			break
 		}
 	}

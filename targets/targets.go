@@ -112,6 +112,9 @@ func (t *Target) Schema() (*crd.Schema, error) {
 	}
 	for _, f := range all {
 		crds, err := crd.LoadFile(f)
+		if errors.Is(err, crd.ErrNoCRD) {
+			continue // a deploy file without CRDs (Acto targets take CRDs from every deploy file)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("target %s: CRD file %s: %w", t.Name, f, err)
 		}

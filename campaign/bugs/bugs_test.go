@@ -1,0 +1,152 @@
+package bugs
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gauntlet-dev/gauntlet/cluster/local"
+	"github.com/gauntlet-dev/gauntlet/targets"
+)
+
+func TestMain(m *testing.M) {
+	if local.Init() {
+		return
+	}
+	os.Exit(m.Run())
+}
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := targets.FindRepoRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+func TestPatchedFiles(t *testing.T) {
+	for _, tc := range []struct {
+		name, patch string
+		want        []string
+		err         bool
+	}{
+		{"git", "--- a/x/y.go\n+++ b/x/y.go\n@@ -1 +1 @@\n-a\n+b\n", []string{"x/y.go"}, false},
+		{"timestamps", "--- a/x/y.go\t2020\n+++ b/x/y.go\t2020\n", []string{"x/y.go"}, false},
+		{"two", "+++ b/a.go\n+++ b/c/d.go\n", []string{"a.go", "c/d.go"}, false},
+		{"new file", "+++ /dev/null\n", nil, true},
+		{"escape", "+++ b/../etc/passwd\n", nil, true},
+		{"empty", "nothing\n", nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := patchedFiles([]byte(tc.patch))
+			if (err != nil) != tc.err {
+				t.Fatalf("err = %v, want error %v", err, tc.err)
+			}
+			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Errorf("files = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestPatchesApplyAndBuild checks that every seeded bug applies to the current
+// operator source and builds (through the overlay), and that the work tree is
+// left untouched.
+func TestPatchesApplyAndBuild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the operator once per patch")
+	}
+	root := repoRoot(t)
+	bs, err := Load(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bs) < 5 {
+		t.Errorf("%d seeded bugs, want at least 5", len(bs))
+	}
+	before := gitStatus(t, root)
+	for _, b := range bs {
+		t.Run(b.Name, func(t *testing.T) {
+			check := exec.Command("git", "apply", "--check", b.Patch)
+			check.Dir = root
+			if out, err := check.CombinedOutput(); err != nil {
+				t.Fatalf("git apply --check: %v: %s", err, out)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			bin := filepath.Join(t.TempDir(), "valkey-operator")
+			if err := BuildOperator(ctx, root, b.Patch, bin); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(bin); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	if after := gitStatus(t, root); after != before {
+		t.Errorf("the work tree changed while building patched operators:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+func gitStatus(t *testing.T, root string) string {
+	t.Helper()
+	cmd := exec.Command("git", "status", "--porcelain", "--", "operator", "cmd")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Skipf("git status: %v", err)
+	}
+	return string(out)
+}
+
+// TestBenchBugs is the seeded-bug benchmark (`make bench-bugs`): a short
+// campaign against the clean operator and against each seeded bug, printing
+// the table. Select bugs with GAUNTLET_BENCH_BUGS=01-resources-ignored,… .
+func TestBenchBugs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("benchmark skipped in -short mode")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("the benchmark needs root (the embedded cluster uses network and mount namespaces)")
+	}
+	binDir := os.Getenv("GAUNTLET_CONTROLPLANE_BIN")
+	if binDir == "" {
+		binDir = local.ControlPlaneBinDir()
+	}
+	if _, err := os.Stat(filepath.Join(binDir, "kube-apiserver")); err != nil {
+		t.Skipf("control plane not built (run `make controlplane`): %v", err)
+	}
+	o := Options{RepoRoot: repoRoot(t), WorkDir: t.TempDir(), SkipClean: os.Getenv("GAUNTLET_BENCH_SKIP_CLEAN") != ""}
+	if v := os.Getenv("GAUNTLET_BENCH_BUGS"); v != "" {
+		o.Only = strings.Split(v, ",")
+	}
+	if v := os.Getenv("GAUNTLET_BENCH_OUT"); v != "" {
+		o.WorkDir = v
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Minute)
+	defer cancel()
+	rows, err := Run(ctx, o)
+	var b strings.Builder
+	if werr := WriteTable(&b, rows); werr != nil {
+		t.Fatal(werr)
+	}
+	t.Log("\n" + b.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		switch {
+		case r.Err != nil:
+			t.Errorf("%s: campaign failed: %v", r.Bug, r.Err)
+		case r.Bug == "clean" && r.Alarms > 0:
+			for _, g := range r.Result.Groups {
+				t.Errorf("alarm on the clean operator: %s %s: %s (steps %v)", g.Oracle, g.Signature, g.Summary, g.Steps)
+			}
+		}
+	}
+}
