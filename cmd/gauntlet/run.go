@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gauntlet-dev/gauntlet/campaign"
+	"github.com/gauntlet-dev/gauntlet/cluster"
+	"github.com/gauntlet-dev/gauntlet/cluster/kind"
 	"github.com/gauntlet-dev/gauntlet/cluster/local"
 	"github.com/gauntlet-dev/gauntlet/targets"
 )
@@ -19,15 +21,17 @@ type runFlags struct {
 	repo     string
 	opBin    string
 	stateDir string
+	backend  string
 }
 
 func (f *runFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.repo, "repo", "", "Gauntlet repository (for built-in targets; default: found above the working directory)")
 	cmd.Flags().StringVar(&f.opBin, "operator-binary", "", "binary the bundled operator image maps to (default $GAUNTLET_OPERATOR_BINARY or REPO/bin/valkey-operator)")
 	cmd.Flags().StringVar(&f.stateDir, "state-dir", "", "embedded clusters' state root (default $GAUNTLET_STATE_DIR or /var/lib/gauntlet)")
+	cmd.Flags().StringVar(&f.backend, "backend", "local", "cluster back end: local (embedded, the default) or kind (needs Docker)")
 }
 
-func (f *runFlags) resolve(g *globals, spec string) (*targets.Target, local.Provider, error) {
+func (f *runFlags) resolve(g *globals, spec string) (*targets.Target, cluster.Provider, error) {
 	repo := f.repo
 	if repo == "" {
 		if r, err := targets.FindRepoRoot("."); err == nil {
@@ -36,7 +40,14 @@ func (f *runFlags) resolve(g *globals, spec string) (*targets.Target, local.Prov
 	}
 	t, err := targets.Resolve(spec, repo)
 	if err != nil {
-		return nil, local.Provider{}, err
+		return nil, nil, err
+	}
+	switch f.backend {
+	case "local":
+	case "kind":
+		return t, kind.Provider{Options: kind.Options{Log: g.logger()}}, nil
+	default:
+		return nil, nil, fmt.Errorf("unknown --backend %q: use local or kind", f.backend)
 	}
 	bin := f.opBin
 	if bin == "" {
@@ -87,8 +98,10 @@ A campaign killed at any point continues with --resume DIR.`,
 				t.Properties = st.Properties
 				cfg.Target, cfg.Provider = t, p
 				// Clusters of the killed run are gone with their owner; collect what they left.
-				if _, err := local.GC(cmd.Context(), p.Options.StateRoot); err != nil {
-					g.logger().Warn("collect clusters left by the killed run", "err", err)
+				if lp, ok := p.(local.Provider); ok {
+					if _, err := local.GC(cmd.Context(), lp.Options.StateRoot); err != nil {
+						g.logger().Warn("collect clusters left by the killed run", "err", err)
+					}
 				}
 			} else {
 				if target == "" {
