@@ -573,6 +573,21 @@ type candidate struct {
 	like  int // common prefix with the desired (or previous) value
 }
 
+// genericNames are field names too common to tie a state field to a property
+// when they are the only path segment the two share.
+var genericNames = map[string]bool{
+	"key": true, "name": true, "value": true, "type": true, "kind": true, "enabled": true,
+	"optional": true, "mode": true, "path": true, "port": true, "items": true, "data": true,
+}
+
+// telling reports whether a candidate is strong enough evidence to say the
+// state holds the property's value elsewhere (ignored or overruled): a
+// configuration line setting the key, two or more trailing path segments in
+// common, or one segment that is not a generic name.
+func telling(c candidate, key string) bool {
+	return c.line || c.score >= 2 || !genericNames[normName(key)]
+}
+
 // candidates are the fields of the state reached closest to the property by
 // name (and configuration lines setting its key), best first.
 func (ix *stateIndex) candidates(p property, key string, max int) []candidate {
@@ -634,6 +649,9 @@ func (c *Consistency) report(t *model.Transition, p property, ix *stateIndex, fs
 			summary = fmt.Sprintf("%s was removed but the state still reflects its previous value %s%s", p.path, render(p.prev), where)
 		} else {
 			cands := ix.candidates(p, key, 3)
+			if len(cands) > 0 && !telling(cands[0], key) {
+				cands = nil // a lone generic name ("key", "name") is no evidence of where the value went
+			}
 			switch {
 			case len(cands) > 0 && p.hasPrev && sameValue(p.prev, cands[0].val):
 				summary = fmt.Sprintf("%s changed to %s but the state ignores it: %s still holds the previous value %s",

@@ -187,6 +187,17 @@ func TestConsistency(t *testing.T) {
 			want: expectation{n: 1, contains: []string{`spec.resources.limits.memory changed to "2Gi" but the value was overruled`, `holds "1Gi"`}},
 		},
 		{
+			// A field that merely shares a generic last name ("key" of a ConfigMap
+			// volume item) is no evidence that the value was overruled.
+			name:    "generic-name-is-not-an-overrule",
+			changed: []string{"spec.auth.passwordSecret.key"},
+			desired: func(t *testing.T, d model.Object) {
+				setIn(t, d, "spec.auth", map[string]any{"passwordSecret": map[string]any{"name": "valkey-auth", "key": "gauntlet-wdfyo"}})
+			},
+			state: func(t *testing.T, s *model.Snapshot) {},
+			want:  expectation{n: 1, contains: []string{`spec.auth.passwordSecret.key changed to "gauntlet-wdfyo" but no field of the state reflects it`}},
+		},
+		{
 			name:    "overruled-config-line",
 			changed: []string{"spec.config.maxmemory"},
 			desired: func(t *testing.T, d model.Object) { setIn(t, d, "spec.config.maxmemory", "200mb") },
