@@ -13,7 +13,7 @@ TEST_TIMEOUT ?= 60m
 export GAUNTLET_CACHE_DIR := $(CACHE_DIR)
 export GAUNTLET_OPERATOR_BINARY := $(CURDIR)/$(BIN)/valkey-operator
 
-.PHONY: all deps controlplane build demo test test-unit bench vet fmt clean
+.PHONY: all deps controlplane build demo test test-unit bench bench-bugs vet fmt clean
 
 all: build
 
@@ -56,6 +56,10 @@ bench: deps controlplane build
 	@$(GO) test -run '^$$' -bench . -benchtime 3x -count 1 ./inputgen/...
 	@echo "bench: Valkey operator (create to Ready, failover, memory with 10 clusters)" >&2
 	@$(GO) test -run '^$$' -bench BenchmarkE2E -benchtime 1x -count 1 ./operator/e2e/
+
+## bench-bugs: a campaign against each seeded bug (operator/testdata/bugs) and the clean operator; prints which oracle caught what
+bench-bugs: deps controlplane build
+	@$(GO) test -count=1 -timeout 60m -run '^TestBenchBugs$$' -v ./campaign/bugs/
 
 vet:
 	@$(GO) vet ./...

@@ -184,10 +184,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 
 	r := &runner{cfg: cfg, target: cfg.Target, journal: j, dir: dir, base: plan.Base, lastAppend: new(atomic.Int64)}
-	if cfg.Oracles == nil {
-		cfg.Oracles = oracles.Default(OracleConfig(cfg.Target))
-		r.cfg.Oracles = cfg.Oracles
-	}
 	r.oracles = append(append([]oracles.Oracle{}, cfg.Oracles...), cfg.Target.Oracles...)
 	for _, rec := range recs {
 		if rec.Type == RecCalibration {

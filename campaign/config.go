@@ -45,7 +45,8 @@ type Config struct {
 	Resume bool
 	// GoTests asks for a Go regression test per alarm group (when a writer is wired).
 	GoTests bool
-	// Oracles judge every transition; the target's custom oracles are added.
+	// Oracles judge every transition; nil means oracles.Default configured from the
+	// target (OracleConfig). The target's custom oracles are added.
 	Oracles []oracles.Oracle
 	// LearnMasks learns masks from two snapshots of the same desired state reached on fresh
 	// namespaces (calibration); nil uses a structural diff of the two.
@@ -86,6 +87,10 @@ func (c Config) withDefaults() Config {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	c.Converge = c.Converge.withDefaults()
+	// Run and Reproduce judge with the standard oracles unless told otherwise.
+	if c.Oracles == nil && c.Target != nil {
+		c.Oracles = oracles.Default(OracleConfig(c.Target))
+	}
 	return c
 }
 

@@ -87,6 +87,8 @@ func TestE2ECatchesSeededBug(t *testing.T) {
 	if !rep.Confirmed {
 		t.Errorf("reproducer not confirmed by the campaign (tried %d: %s)", rep.Tried, rep.Note)
 	}
+	// Reproduce must judge with the default oracles on its own, as `gauntlet reproduce` does.
+	cfg.Oracles = nil
 	again, err := campaign.Reproduce(ctx, cfg, rep)
 	if err != nil {
 		t.Fatalf("replay: %v", err)

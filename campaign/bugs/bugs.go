@@ -233,6 +233,11 @@ type Row struct {
 	Alarms int
 	// Oracles lists the oracles that raised an alarm, with the group counts.
 	Oracles map[string]int
+	// Misop holds the signatures of alarm groups raised on misoperation steps
+	// (or their rollbacks), by oracle; MisopNew the ones absent from the clean
+	// operator's run (set by Run when the clean run is part of it).
+	Misop    map[string][]string
+	MisopNew map[string]int
 	// FirstStep is the first step with an alarm ("w0/s1").
 	FirstStep string
 	// Steps is the number of desired-state steps done.
@@ -245,7 +250,10 @@ type Row struct {
 }
 
 // Caught reports whether any alarm was raised.
-func (r Row) Caught() bool { return r.Err == nil && r.Alarms > 0 }
+// Alarms on misoperation steps count only when the clean operator's run did not
+// raise the same signature (a misoperation itself may leave the system
+// unhealthy; failing to recover after its rollback is a bug).
+func (r Row) Caught() bool { return r.Err == nil && (r.Alarms > 0 || len(r.MisopNew) > 0) }
 
 // Config is the campaign configuration the benchmark uses for a bug's cases
 // with the given operator binary; exposed so tests and `gauntlet reproduce`
@@ -289,8 +297,8 @@ func Config(repoRoot, stateDir, outDir, binary string, cases []string, workers i
 
 // RunOne builds the operator with b's patch (b.Patch empty: the clean
 // operator) and runs its campaign.
-func RunOne(ctx context.Context, o Options, b Bug) Row {
-	row := Row{Bug: b.Name, Pattern: b.Pattern, Expect: b.Expect, Oracles: map[string]int{}}
+func RunOne(ctx context.Context, o Options, b Bug) (row Row) {
+	row = Row{Bug: b.Name, Pattern: b.Pattern, Expect: b.Expect, Oracles: map[string]int{}, Misop: map[string][]string{}}
 	start := time.Now()
 	defer func() { row.Duration = time.Since(start) }()
 	dir := filepath.Join(o.WorkDir, b.Name)
@@ -334,10 +342,11 @@ func RunOne(ctx context.Context, o Options, b Bug) Row {
 	first := ""
 	for _, g := range res.Groups {
 		if g.Misoperation {
-			continue
+			row.Misop[g.Oracle] = append(row.Misop[g.Oracle], g.Signature)
+		} else {
+			row.Alarms++
+			row.Oracles[g.Oracle]++
 		}
-		row.Alarms++
-		row.Oracles[g.Oracle]++
 		for _, s := range g.Steps {
 			if first == "" || stepLess(s, first) {
 				first = s
@@ -396,6 +405,24 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 		}
 		rows = append(rows, RunOne(ctx, o, b))
 	}
+	if !o.SkipClean && rows[0].Err == nil {
+		cleanSigs := map[string]bool{}
+		for _, sigs := range rows[0].Misop {
+			for _, sg := range sigs {
+				cleanSigs[sg] = true
+			}
+		}
+		for i := 1; i < len(rows); i++ {
+			rows[i].MisopNew = map[string]int{}
+			for oracle, sigs := range rows[i].Misop {
+				for _, sg := range sigs {
+					if !cleanSigs[sg] {
+						rows[i].MisopNew[oracle]++
+					}
+				}
+			}
+		}
+	}
 	return rows, nil
 }
 
@@ -410,13 +437,18 @@ func WriteTable(w io.Writer, rows []Row) error {
 			continue
 		}
 		caught := "no"
-		if r.Caught() {
+		oracles := oracleList(r.Oracles)
+		switch {
+		case r.Alarms > 0:
 			caught = "yes"
+		case r.Caught():
+			caught = "yes (after a misoperation)"
+			oracles = oracleList(r.MisopNew)
 		}
 		if r.Err != nil {
 			caught = "error: " + firstLine(r.Err.Error())
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.Bug, caught, oracleList(r.Oracles), orDash(r.FirstStep), r.Steps, r.Duration.Round(time.Second), strings.Join(r.Expect, ","))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.Bug, caught, oracles, orDash(r.FirstStep), r.Steps, r.Duration.Round(time.Second), strings.Join(r.Expect, ","))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -150,3 +150,29 @@ func TestBenchBugs(t *testing.T) {
 		}
 	}
 }
+
+func TestCaughtAndTable(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		row    Row
+		caught bool
+		want   string
+	}{
+		{"bug alarm", Row{Bug: "x", Alarms: 1, Oracles: map[string]int{"consistency": 1}}, true, "x yes consistency(1)"},
+		{"new misoperation alarm", Row{Bug: "x", MisopNew: map[string]int{"recovery": 2}}, true, "x yes (after a misoperation) recovery(2)"},
+		{"only clean's misoperation alarms", Row{Bug: "x", Misop: map[string][]string{"health": {"h"}}, MisopNew: map[string]int{}}, false, "x no -"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.row.Caught(); got != tc.caught {
+				t.Errorf("Caught() = %v, want %v", got, tc.caught)
+			}
+			var b strings.Builder
+			if err := WriteTable(&b, []Row{{Bug: "clean"}, tc.row}); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(strings.Join(strings.Fields(b.String()), " "), tc.want) || !strings.Contains(b.String(), "clean operator: 0 alarms (goal 0)") {
+				t.Errorf("table:\n%s\nwant it to contain %q", b.String(), tc.want)
+			}
+		})
+	}
+}
