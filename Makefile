@@ -59,7 +59,7 @@ bench: deps controlplane build
 
 ## bench-bugs: a campaign against each seeded bug (operator/testdata/bugs) and the clean operator; prints which oracle caught what
 bench-bugs: deps controlplane build
-	@$(GO) test -count=1 -timeout 60m -run '^TestBenchBugs$$' -v ./campaign/bugs/
+	@GAUNTLET_BENCH_BUGS_RUN=1 $(GO) test -count=1 -timeout 60m -run '^TestBenchBugs$$' -v ./campaign/bugs/
 
 vet:
 	@$(GO) vet ./...
