@@ -1,20 +1,20 @@
 package local
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/container"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/pidfile"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/podnet"
+
+	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/mountinfo"
 )
 
 // GC removes every cluster under root whose owning process is gone (killed, even
@@ -114,23 +114,9 @@ func purge(ctx context.Context, info Info) error {
 
 // unmountUnder detaches every mount point at or below dir, deepest first.
 func unmountUnder(dir string) error {
-	f, err := os.Open("/proc/self/mountinfo")
+	points, err := mountinfo.MountPoints(dir)
 	if err != nil {
-		return fmt.Errorf("read mountinfo: %w", err)
-	}
-	defer f.Close()
-	var points []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		mp := unescapeMount(fields[4])
-		if mp == dir || strings.HasPrefix(mp, dir+"/") {
-			points = append(points, mp)
-		}
+		return err
 	}
 	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
 	var errs []error
@@ -140,26 +126,6 @@ func unmountUnder(dir string) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// unescapeMount decodes mountinfo's octal escapes (\040 for space, …).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			var v int
-			if _, err := fmt.Sscanf(s[i+1:i+4], "%03o", &v); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 func copyFile(src, dst string) error {

@@ -575,9 +575,14 @@ func TestPauseResume(t *testing.T) {
 	}
 	waitState := func(want func(string) bool, what string) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(15 * time.Second)
 		for !want(procState(p.PID())) {
 			if time.Now().After(deadline) {
+				select {
+				case <-p.Done():
+					t.Fatalf("process exited (%+v) while waiting for state %s", p.Exit(), what)
+				default:
+				}
 				t.Fatalf("process state %q, want %s", procState(p.PID()), what)
 			}
 			time.Sleep(5 * time.Millisecond)

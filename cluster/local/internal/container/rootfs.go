@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/mountinfo"
 )
 
 // The container's root, built in the shim's private mount namespace at Dir/rootfs:
@@ -63,7 +65,7 @@ func readMountInfo(path string) ([]hostMount, error) {
 		if len(fields) < 7 {
 			continue
 		}
-		m := hostMount{point: unescapeMountInfo(fields[4])}
+		m := hostMount{point: mountinfo.Unescape(fields[4])}
 		for _, o := range strings.Split(fields[5], ",") {
 			if o == "ro" {
 				m.readOnly = true
@@ -78,25 +80,6 @@ func readMountInfo(path string) ([]hostMount, error) {
 		out = append(out, m)
 	}
 	return out, sc.Err()
-}
-
-// unescapeMountInfo decodes the octal escapes (\040 for a space) of mountinfo.
-func unescapeMountInfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // within reports whether path is dir or below it (both clean and absolute).

@@ -770,12 +770,15 @@ func TestStopLeavesNothing(t *testing.T) {
 		return true, ""
 	})
 	p := c.getPod(t, ns, "victim")
+	// Identity is PID plus start time: with pid_max 32768 and other tests spawning
+	// processes, a bare PID can be reused by an unrelated process within a second.
+	startedAt := procStartTime(pid)
 	start := time.Now()
 	if err := n.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("node stopped in %v", time.Since(start))
-	if err := syscallKill0(pid); err == nil {
+	if st := procStartTime(pid); st != "" && st == startedAt {
 		t.Errorf("process %d still alive after Stop", pid)
 	}
 	for _, sb := range c.net.Sandboxes() {
@@ -792,7 +795,24 @@ func TestStopLeavesNothing(t *testing.T) {
 	_ = c.admin.CoreV1().Nodes().Delete(ctx, "node-stop", metav1.DeleteOptions{})
 }
 
-func syscallKill0(pid int) error { return syscall.Kill(pid, 0) }
+// procStartTime is field 22 of /proc/PID/stat (start time since boot), or "" when
+// no such process exists or it is a zombie.
+func procStartTime(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return ""
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 || f[0] == "Z" {
+		return ""
+	}
+	return f[19]
+}
 
 func TestHTTPProbeAndPortForward(t *testing.T) {
 	c := clusterOrSkip(t)

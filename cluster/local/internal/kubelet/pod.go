@@ -23,6 +23,8 @@ import (
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/container"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/images"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/podnet"
+
+	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/mountinfo"
 )
 
 // Timings of the pod worker.
@@ -672,7 +674,7 @@ func removePodDir(dir string) error {
 		for _, line := range splitLines(string(mounts)) {
 			f := fields(line)
 			if len(f) > 4 {
-				mp := unescapeOctal(f[4])
+				mp := mountinfo.Unescape(f[4])
 				if mp == dir || hasPathPrefix(mp, dir) {
 					return fmt.Errorf("not removing %s: %s is mounted inside it", dir, mp)
 				}

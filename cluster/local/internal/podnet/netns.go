@@ -7,11 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/mountinfo"
 )
 
 // newNetNS creates a network namespace, persists it by bind-mounting it onto
@@ -145,7 +146,7 @@ func mountPointsUnder(dir string) ([]string, error) {
 		if len(fields) < 5 {
 			continue
 		}
-		mp := unescapeMountinfo(fields[4])
+		mp := mountinfo.Unescape(fields[4])
 		if mp == dir || strings.HasPrefix(mp, dir+"/") {
 			out = append(out, mp)
 		}
@@ -168,24 +169,4 @@ func isMountPoint(path string) (bool, error) {
 		}
 	}
 	return false, nil
-}
-
-// unescapeMountinfo decodes the octal escapes (\040 for a space, …) the kernel
-// writes into /proc/self/mountinfo paths.
-func unescapeMountinfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }

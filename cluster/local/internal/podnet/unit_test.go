@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/mountinfo"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -270,8 +272,8 @@ func TestUnescapeMountinfo(t *testing.T) {
 		`/trail\04`:   `/trail\04`,
 	}
 	for in, want := range tests {
-		if got := unescapeMountinfo(in); got != want {
-			t.Errorf("unescapeMountinfo(%q) = %q, want %q", in, got, want)
+		if got := mountinfo.Unescape(in); got != want {
+			t.Errorf("mountinfo.Unescape(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
