@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/gauntlet-dev/gauntlet/inputgen/crd"
-	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"github.com/gauntlet-dev/gauntlet/inputgen/internal/semantic"
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 )
 
 // Dependency says that changes inside a sub-tree are only meaningful when predicates hold, e.g.

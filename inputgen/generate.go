@@ -15,9 +15,9 @@ import (
 	"sync"
 
 	"github.com/gauntlet-dev/gauntlet/inputgen/crd"
-	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"github.com/gauntlet-dev/gauntlet/inputgen/internal/regexgen"
 	"github.com/gauntlet-dev/gauntlet/inputgen/internal/semantic"
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 )
 
 // ErrSeedInvalid is returned when the seed CR does not pass the CRD's validation: every test case

@@ -6,8 +6,8 @@ import (
 	"io"
 	"os"
 
-	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"github.com/gauntlet-dev/gauntlet/inputgen/internal/semantic"
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 )
 
 // PlanFormatVersion is bumped when the plan's JSON layout changes incompatibly.

@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/gauntlet-dev/gauntlet/inputgen/crd"
-	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"github.com/gauntlet-dev/gauntlet/inputgen/internal/semantic"
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 )
 
 // Core type names semantic scenarios key on.

@@ -13,9 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/gauntlet-dev/gauntlet/inputgen/crd"
-	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"github.com/gauntlet-dev/gauntlet/inputgen/internal/regexgen"
 	"github.com/gauntlet-dev/gauntlet/inputgen/internal/semantic"
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 )
 
 // errSkip tells the framework a generator does not apply to a property (not an error).

@@ -131,8 +131,8 @@ type Step struct {
 	// Changed lists the CR property paths that differ from the previous desired state.
 	Changed []string `json:"changed,omitempty"`
 	// Desired is D(i), the CR as declared (metadata name/namespace, spec).
-	Desired Object  `json:"desired"`
-	Faults  []Fault `json:"faults,omitempty"`
+	Desired Object    `json:"desired"`
+	Faults  []Fault   `json:"faults,omitempty"`
 	Started time.Time `json:"started"`
 	// Converged is when the system stopped changing; zero when it timed out.
 	Converged time.Time `json:"converged,omitempty"`
