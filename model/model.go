@@ -11,6 +11,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -150,7 +151,7 @@ func (s *Step) ConvergeTime() time.Duration {
 }
 
 // ID names the step in results and messages: "w<worker>/s<index>".
-func (s *Step) ID() string { return "w" + itoa(s.Worker) + "/s" + itoa(s.Index) }
+func (s *Step) ID() string { return "w" + strconv.Itoa(s.Worker) + "/s" + strconv.Itoa(s.Index) }
 
 // Transition is what an oracle judges: from (PrevDesired, Prev) to (Desired, Curr).
 type Transition struct {
@@ -209,26 +210,4 @@ func Signature(oracle string, parts ...string) string {
 	sort.Strings(ps)
 	h := sha256.Sum256([]byte(oracle + "\x00" + strings.Join(ps, "\x00")))
 	return oracle + "-" + hex.EncodeToString(h[:6])
-}
-
-func itoa(i int) string {
-	if i == 0 {
-		return "0"
-	}
-	neg := i < 0
-	if neg {
-		i = -i
-	}
-	var b [20]byte
-	n := len(b)
-	for i > 0 {
-		n--
-		b[n] = byte('0' + i%10)
-		i /= 10
-	}
-	if neg {
-		n--
-		b[n] = '-'
-	}
-	return string(b[n:])
 }
