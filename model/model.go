@@ -67,6 +67,8 @@ type Snapshot struct {
 	// Monitors holds system-internal samples keyed by monitor name (e.g. "valkey":
 	// per-pod ROLE, replication and CONFIG GET), as JSON-compatible values.
 	Monitors map[string]any `json:"monitors,omitempty"`
+	// System is the system monitor's reading at snapshot time (nil without a system monitor).
+	System *SystemSample `json:"system,omitempty"`
 }
 
 // CRObject returns the custom resource under test, or nil.
@@ -166,6 +168,12 @@ type Transition struct {
 	Reference *Snapshot
 	// Masks are field paths known to vary across runs (learned by calibration).
 	Masks []string
+	// Samples are the system monitor's readings taken while the transition ran (split brain).
+	Samples []SystemSample
+	// History is the workload's record of this transition: its requests from the
+	// step's start to the snapshot, then the read-backs (OpVerify) of every write
+	// acknowledged so far in the session.
+	History *History
 }
 
 // Severity ranks findings.
@@ -210,4 +218,97 @@ func Signature(oracle string, parts ...string) string {
 	sort.Strings(ps)
 	h := sha256.Sum256([]byte(oracle + "\x00" + strings.Join(ps, "\x00")))
 	return oracle + "-" + hex.EncodeToString(h[:6])
+}
+
+// Member is one server of a replicated system as a monitor saw it.
+type Member struct {
+	// Pod is the pod's name; Address is host:port the monitor dialled.
+	Pod     string `json:"pod"`
+	Address string `json:"address,omitempty"`
+	// Reachable is false when the monitor could not talk to it (Error says why).
+	Reachable bool   `json:"reachable"`
+	Error     string `json:"error,omitempty"`
+	// Role is "primary" or "replica" (empty when unknown).
+	Role string `json:"role,omitempty"`
+	// Follows is the address (host:port, as the server reports it) a replica replicates from.
+	Follows string `json:"follows,omitempty"`
+	// LinkUp reports a replica's link to its primary.
+	LinkUp bool `json:"linkUp,omitempty"`
+	// Offset is the replication offset.
+	Offset int64 `json:"offset,omitempty"`
+	// Replicas is, for a primary, the number of replicas connected to it.
+	Replicas int `json:"replicas,omitempty"`
+	// Labels are the pod's labels (the role label the operator publishes among them).
+	Labels map[string]string `json:"labels,omitempty"`
+	// Config holds the effective value of each configuration key the desired state declares.
+	Config map[string]string `json:"config,omitempty"`
+}
+
+// SystemSample is one reading of a replicated system's internal state: every
+// member, and which pods the clients' Service selects.
+type SystemSample struct {
+	Taken   time.Time `json:"taken"`
+	Members []Member  `json:"members"`
+	// Service is the client Service's name; Selected are the pods its endpoints list
+	// (nil when the Service does not exist).
+	Service  string   `json:"service,omitempty"`
+	Selected []string `json:"selected,omitempty"`
+}
+
+// Primaries lists the reachable members that report the primary role.
+func (s *SystemSample) Primaries() []Member {
+	var out []Member
+	for _, m := range s.Members {
+		if m.Reachable && m.Role == RolePrimary {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Roles.
+const (
+	RolePrimary = "primary"
+	RoleReplica = "replica"
+)
+
+// OpKind is the kind of a workload request.
+type OpKind string
+
+// Workload request kinds.
+const (
+	// OpWrite writes a unique key (then WAITs for replicas).
+	OpWrite OpKind = "write"
+	// OpRead reads back a key written before.
+	OpRead OpKind = "read"
+	// OpVerify is a read-back after convergence, for the durability check.
+	OpVerify OpKind = "verify"
+)
+
+// Op is one workload request, as recorded.
+type Op struct {
+	Kind  OpKind    `json:"kind"`
+	Key   string    `json:"key"`
+	Value string    `json:"value,omitempty"`
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	// OK is true when the server answered without error (for reads: also when the key is missing).
+	OK  bool   `json:"ok"`
+	Err string `json:"err,omitempty"`
+	// Acks is, for writes, how many replicas acknowledged (the WAIT reply); -1 when WAIT failed.
+	Acks int `json:"acks,omitempty"`
+	// Found and Got are, for reads and verifies, whether the key existed and its value.
+	Found bool   `json:"found,omitempty"`
+	Got   string `json:"got,omitempty"`
+	// Target is the address (pod IP:port) the request went to.
+	Target string `json:"target,omitempty"`
+}
+
+// History is a workload's record over one transition (or a whole session).
+type History struct {
+	Workload string `json:"workload"`
+	// Required is the replication level the system promises for an acknowledged write
+	// (writes with Acks >= Required must survive).
+	Required int  `json:"required"`
+	Ops      []Op `json:"ops"`
 }
