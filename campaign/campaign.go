@@ -432,6 +432,7 @@ func (r *runner) runWorker(ctx context.Context, e *env, w int, plan *inputgen.Pl
 		if err != nil {
 			return err
 		}
+		in.misop = rec.Misoperation
 		index++
 		prog.done.Add(1)
 		if rec.Alarm() || rec.TimedOut {
@@ -460,6 +461,20 @@ func (r *runner) runWorker(ctx context.Context, e *env, w int, plan *inputgen.Pl
 		index++
 		if rb.Alarm() {
 			prog.alarms.Add(1)
+		}
+		if !jsonEqual(rb.Current, prevD) && !tc.Recreate {
+			// The API server refused to go back (a CEL transition rule, an immutable field):
+			// roll back by deleting and re-creating the CR with D(i-1).
+			rb, rsnap, err = sess.run(ctx, stepInput{worker: w, index: index, kind: model.StepRollback, testCase: tc.ID, misop: in.misop,
+				changed: changedPaths(d, prevD), desired: prevD, prevDesired: d, prev: rsnap, reference: prevS,
+				recreate: true, caseBase: caseBase, cursor: skip, prevID: rb.ID()})
+			if err != nil {
+				return err
+			}
+			index++
+			if rb.Alarm() {
+				prog.alarms.Add(1)
+			}
 		}
 		prevS, prevID = rsnap, rb.ID()
 		cur = skip

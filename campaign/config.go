@@ -57,9 +57,15 @@ type Config struct {
 	Converge ConvergeOptions
 	// Stability is the window after convergence in which the state must not change (default 2s).
 	Stability time.Duration
+	// DifferentialFromSeed declares the seed before each differential re-run instead of
+	// creating the desired state directly (Acto's S0 → D; misses edge-triggered bugs).
+	DifferentialFromSeed bool
 	// NoDifferential skips differential re-runs; NoMinimize skips reproducer minimization.
 	NoDifferential bool
 	NoMinimize     bool
+	// MinimizeBudget bounds the time all reproducer replays may take (default 15m); groups
+	// left when it is spent get their unconfirmed two-operation candidate.
+	MinimizeBudget time.Duration
 	// Progress receives live progress lines unless Quiet (default: discarded).
 	Progress io.Writer
 	Quiet    bool
@@ -79,6 +85,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Stability <= 0 {
 		c.Stability = 2 * time.Second
+	}
+	if c.MinimizeBudget <= 0 {
+		c.MinimizeBudget = 15 * time.Minute
 	}
 	if c.Progress == nil {
 		c.Progress = io.Discard

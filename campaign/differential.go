@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -30,8 +31,12 @@ func jsonString(v any) string {
 }
 
 // differential calibrates masks (seed twice on fresh namespaces) and then
-// re-declares each distinct desired state reached through history from S0 on a
-// fresh namespace, judging S(i) against that reference. Runs already in the
+// declares each distinct desired state reached through history on a fresh
+// namespace — created directly, so an operator that acts only on a change it
+// sees (edge-triggered) differs from one that acts on the state (level-triggered);
+// with Config.DifferentialFromSeed the seed is declared first — judging S(i)
+// against that reference. The target's DifferentialMasks (state kept by design
+// depending on history) apply on top of the learned masks. Runs already in the
 // journal are skipped (resume).
 func (r *runner) differential(ctx context.Context, envs []*env, recs []Record) error {
 	if r.masks == nil {
@@ -92,10 +97,12 @@ func (r *runner) differential(ctx context.Context, envs []*env, recs []Record) e
 				return err
 			}
 			defer sess.close(gctx)
-			if _, _, _, err := sess.declare(gctx, r.seedOf(jb.rec), false); err != nil {
-				return fmt.Errorf("differential: reach S0: %w", err)
+			if r.cfg.DifferentialFromSeed {
+				if _, _, _, err := sess.declare(gctx, r.seedOf(jb.rec), false); err != nil {
+					return fmt.Errorf("differential: reach S0: %w", err)
+				}
 			}
-			if _, _, _, err := sess.declare(gctx, jb.rec.Desired, jb.rec.Kind == model.StepRecreate); err != nil {
+			if _, _, _, err := sess.declare(gctx, jb.rec.Desired, r.cfg.DifferentialFromSeed && jb.rec.Kind == model.StepRecreate); err != nil {
 				r.cfg.Logger.Warn("differential run did not converge", "step", jb.rec.ID(), "err", err)
 			}
 			ref := rebase(sess.snapshot(gctx), sess.ns, jb.rec.Namespace)
@@ -115,7 +122,11 @@ func (r *runner) seedOf(*StepRecord) model.Object { return r.base }
 func (r *runner) judgeOnly(ctx context.Context, in stepInput, curr *model.Snapshot) (*StepRecord, error) {
 	rec := &StepRecord{Step: model.Step{Worker: in.worker, Index: in.index, Kind: in.kind, TestCase: in.testCase, Misoperation: in.misop,
 		Desired: in.desired, Started: curr.Taken, Converged: curr.Taken}, Current: in.desired, Prev: in.prevID}
-	tr := &model.Transition{Step: &rec.Step, PrevDesired: in.prevDesired, Desired: in.desired, Curr: curr, Reference: in.reference, Masks: r.masks}
+	masks := r.masks
+	if in.kind == model.StepDifferential {
+		masks = append(slices.Clone(masks), r.target.DifferentialMasks...)
+	}
+	tr := &model.Transition{Step: &rec.Step, PrevDesired: in.prevDesired, Desired: in.desired, Curr: curr, Reference: in.reference, Masks: masks}
 	rec.Findings = r.runOracles(ctx, tr, in.misop)
 	rel := filepath.Join("steps", fmt.Sprintf("w%d", in.worker), fmt.Sprintf("s%d", in.index))
 	rec.Snapshot = filepath.ToSlash(rel)

@@ -94,6 +94,9 @@ type StepRecord struct {
 	Timing   Timing   `json:"timing"`
 	// Prev is the ID of the step whose state this step started from (w0/s3).
 	Prev string `json:"prev,omitempty"`
+	// Recreated is set when the CR was deleted and re-created with Desired (recreate steps,
+	// and rollbacks the API server refused as an update).
+	Recreated bool `json:"recreated,omitempty"`
 }
 
 // Alarm reports whether the step raised a bug finding (misoperations excluded).

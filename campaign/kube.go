@@ -124,6 +124,42 @@ func (k *kube) apply(ctx context.Context, obj map[string]any, defaultNS string) 
 	return nil
 }
 
+// exists reports whether the object apiVersion/kind name exists in namespace ns.
+func (k *kube) exists(ctx context.Context, apiVersion, kind, ns, name string) (bool, error) {
+	ri, _, err := k.resource(map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": map[string]any{"name": name}}, ns)
+	if err != nil {
+		return false, err
+	}
+	_, err = ri.Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err):
+		return false, nil
+	}
+	return false, fmt.Errorf("look up %s %s/%s: %w", kind, ns, name, err)
+}
+
+// applyFixtures creates the target's fixtures in namespace ns.
+func (k *kube) applyFixtures(ctx context.Context, files []string, ns string) error {
+	for _, f := range files {
+		objs, err := targets.Render(targets.DeployStep{Manifests: f, Namespace: ns})
+		if err != nil {
+			return fmt.Errorf("fixture %s: %w", f, err)
+		}
+		for _, o := range objs {
+			md, _ := o["metadata"].(map[string]any)
+			if md != nil {
+				md["namespace"] = ns
+			}
+			if err := k.apply(ctx, o, ns); err != nil {
+				return fmt.Errorf("fixture %s: %w", f, err)
+			}
+		}
+	}
+	return nil
+}
+
 // remove deletes obj and waits until it is gone.
 func (k *kube) remove(ctx context.Context, obj map[string]any, defaultNS string, timeout time.Duration) error {
 	ri, _, err := k.resource(obj, defaultNS)

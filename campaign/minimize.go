@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/gauntlet-dev/gauntlet/model"
 	"github.com/gauntlet-dev/gauntlet/oracles"
@@ -55,7 +56,7 @@ type Reproducer struct {
 // shortened, since S0 is already the state it reaches.
 func candidates(fail, prev *StepRecord, base model.Object) [][]ReproStep {
 	rs := func(s *StepRecord) ReproStep {
-		return ReproStep{Kind: s.Kind, Desired: s.Desired, Recreate: s.Kind == model.StepRecreate}
+		return ReproStep{Kind: s.Kind, Desired: s.Desired, Recreate: s.Kind == model.StepRecreate || s.Recreated}
 	}
 	isBase := func(d model.Object) bool { return base != nil && jsonEqual(d, base) }
 	var out [][]ReproStep
@@ -127,25 +128,62 @@ func reproducerFor(g *AlarmGroup, idx map[string]*StepRecord, base model.Object)
 // minimizeGroups derives, runs and confirms a reproducer for each group.
 func (r *runner) minimizeGroups(ctx context.Context, e *env, res *Result, recs []Record) {
 	idx := stepIndex(recs)
+	// Replays converge within a bound learned from the campaign, and all of them share
+	// one time budget: a timed-out step would otherwise cost a full timeout per candidate.
+	rr := *r
+	rr.cfg.Converge.Timeout = replayTimeout(r.cfg.Converge.Timeout, recs)
+	deadline := time.Now().Add(r.cfg.MinimizeBudget)
 	for _, g := range res.Groups {
 		from, cands, note := reproducerFor(g, idx, r.base)
 		rep := &Reproducer{Group: g.ID, Signature: g.Signature, Oracle: g.Oracle, Summary: g.Summary, Seed: r.base, Target: r.target.Source, Note: note}
-		if from != nil {
+		switch {
+		case from != nil && time.Now().After(deadline):
 			rep.FromStep = from.ID()
-			steps, ok, tried, err := minimize(ctx, cands, func(ctx context.Context, seq []ReproStep) (bool, error) {
-				fs, err := r.replay(ctx, e, r.base, seq)
+			rep.Steps = longest(cands)
+			rep.Note = fmt.Sprintf("minimization budget (%s) spent: this is the unconfirmed two-operation candidate; run `gauntlet reproduce` on it", r.cfg.MinimizeBudget)
+		case from != nil:
+			rep.FromStep = from.ID()
+			bctx, cancel := context.WithDeadline(ctx, deadline)
+			steps, ok, tried, err := minimize(bctx, cands, func(ctx context.Context, seq []ReproStep) (bool, error) {
+				fs, err := rr.replay(ctx, e, r.base, seq)
 				return hasSignature(fs, g.Signature), err
 			})
+			cancel()
 			rep.Steps, rep.Confirmed, rep.Tried = steps, ok, tried
-			if err != nil {
+			switch {
+			case err != nil && bctx.Err() != nil && ctx.Err() == nil:
+				rep.Steps = longest(cands)
+				rep.Note = fmt.Sprintf("minimization budget (%s) spent during the replays: this is the unconfirmed two-operation candidate", r.cfg.MinimizeBudget)
+			case err != nil:
 				rep.Note = "minimization failed: " + err.Error()
-			} else if !ok {
+			case !ok:
 				rep.Note = "no candidate raised the signature again on a fresh namespace (flaky, or it needs the longer history)"
 			}
 		}
 		g.Reproducer = rep
 		_ = r.journal.Append(Record{Type: RecReproducer, Reproducer: rep})
 	}
+}
+
+// longest is the last (longest) candidate, or nil.
+func longest(cands [][]ReproStep) []ReproStep {
+	if len(cands) == 0 {
+		return nil
+	}
+	return cands[len(cands)-1]
+}
+
+// replayTimeout bounds convergence in replays: three times the slowest convergence
+// the campaign saw (at least a minute), never more than the campaign's own timeout.
+func replayTimeout(campaign time.Duration, recs []Record) time.Duration {
+	var slowest int64
+	for _, rec := range recs {
+		if rec.Step != nil && !rec.Step.TimedOut && rec.Step.Timing.Converge > slowest {
+			slowest = rec.Step.Timing.Converge
+		}
+	}
+	t := max(time.Minute, 3*time.Duration(slowest)*time.Millisecond)
+	return min(t, campaign)
 }
 
 func hasSignature(fs []model.Finding, sig string) bool {

@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gauntlet-dev/gauntlet/model"
 )
@@ -198,5 +199,45 @@ func TestMinimizeOrder(t *testing.T) {
 		if !errors.Is(err, tt.err) || !reflect.DeepEqual(got, tt.want) || ok != tt.confirmed || tried != tt.tried {
 			t.Errorf("%s: minimize = %v, %v, %d, %v; want %v, %v, %d, %v", tt.name, got, ok, tried, err, tt.want, tt.confirmed, tt.tried, tt.err)
 		}
+	}
+}
+
+func TestReplayTimeout(t *testing.T) {
+	step := func(ms int64, timedOut bool) Record {
+		return Record{Type: RecStep, Step: &StepRecord{Step: model.Step{TimedOut: timedOut}, Timing: Timing{Converge: ms}}}
+	}
+	tests := []struct {
+		name     string
+		campaign time.Duration
+		recs     []Record
+		want     time.Duration
+	}{
+		{"at least a minute", 5 * time.Minute, []Record{step(2000, false)}, time.Minute},
+		{"three times the slowest", 5 * time.Minute, []Record{step(2000, false), step(40000, false)}, 2 * time.Minute},
+		{"timed-out steps do not count", 5 * time.Minute, []Record{step(300000, true), step(1000, false)}, time.Minute},
+		{"never above the campaign's", 30 * time.Second, []Record{step(1000, false)}, 30 * time.Second},
+	}
+	for _, tt := range tests {
+		if got := replayTimeout(tt.campaign, tt.recs); got != tt.want {
+			t.Errorf("%s: replayTimeout = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestCandidatesRecreatedRollback(t *testing.T) {
+	base := model.Object{"spec": map[string]any{"a": int64(0)}}
+	d1 := model.Object{"spec": map[string]any{"a": int64(1)}}
+	d2 := model.Object{"spec": map[string]any{"a": int64(2)}}
+	fwd := &StepRecord{Step: model.Step{Kind: model.StepApply, Desired: d2}, Current: d2}
+	rb := &StepRecord{Step: model.Step{Kind: model.StepRollback, Desired: d1}, Current: d1, Recreated: true}
+	c := candidates(rb, fwd, base)
+	if len(c) != 1 || len(c[0]) != 3 {
+		t.Fatalf("candidates = %+v, want one sequence D1, D2, rollback", c)
+	}
+	if last := c[0][2]; last.Kind != model.StepRollback || !last.Recreate {
+		t.Errorf("the rollback the API server refused as an update must replay as a re-creation: %+v", last)
+	}
+	if longest(nil) != nil {
+		t.Error("longest(nil) must be nil")
 	}
 }

@@ -60,6 +60,10 @@ func (r *runner) newSession(ctx context.Context, e *env, tag string) (*session, 
 	if err := e.kube.createNamespace(ctx, ns); err != nil {
 		return nil, err
 	}
+	if err := e.kube.applyFixtures(ctx, r.target.Fixtures, ns); err != nil {
+		e.kube.deleteNamespace(ctx, ns)
+		return nil, err
+	}
 	w, err := e.kube.watchNamespace(ctx, ns)
 	if err != nil {
 		e.kube.deleteNamespace(ctx, ns)
@@ -85,6 +89,23 @@ func (s *session) crObject(d model.Object) model.Object {
 	md["namespace"] = s.ns
 	delete(o, "status")
 	return o
+}
+
+// dangling names the objects d refers to that do not exist in the session's
+// namespace ("" when every reference resolves).
+func (s *session) dangling(ctx context.Context, d model.Object) string {
+	var missing []string
+	for _, ref := range s.r.target.ReferencesIn(d) {
+		ok, err := s.env.kube.exists(ctx, ref.APIVersion, ref.Kind, s.ns, ref.Name)
+		if err != nil {
+			s.r.cfg.Logger.Warn("reference check", "path", ref.Path, "err", err)
+			continue
+		}
+		if !ok {
+			missing = append(missing, fmt.Sprintf("%s names %s %q, which does not exist", ref.Path, ref.Kind, ref.Name))
+		}
+	}
+	return strings.Join(missing, "; ")
 }
 
 // declare applies d (deleting and re-creating the CR when recreate) and waits for convergence.
@@ -169,10 +190,16 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 	rec := &StepRecord{
 		Step: model.Step{Worker: in.worker, Index: in.index, Kind: in.kind, TestCase: in.testCase, Misoperation: in.misop,
 			Changed: in.changed, Desired: in.desired},
-		CaseBase: in.caseBase, Current: in.desired, Cursor: in.cursor, Namespace: s.ns, Prev: in.prevID,
+		CaseBase: in.caseBase, Current: in.desired, Cursor: in.cursor, Namespace: s.ns, Prev: in.prevID, Recreated: in.recreate,
 	}
 	if in.kind == model.StepRollback {
 		rec.Current = in.desired
+	}
+	if !in.misop && in.kind != model.StepSeed {
+		if why := s.dangling(ctx, in.desired); why != "" {
+			in.misop = true
+			rec.Misoperation, rec.MisoperationReason = true, why
+		}
 	}
 	started, converged, notReady, err := s.declare(ctx, in.desired, in.recreate)
 	rec.Started = started.UTC()

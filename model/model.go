@@ -131,6 +131,9 @@ type Step struct {
 	TestCase string `json:"testCase,omitempty"`
 	// Misoperation marks a semantically wrong but schema-valid desired state.
 	Misoperation bool `json:"misoperation,omitempty"`
+	// MisoperationReason says why the harness, rather than the test case, labelled the
+	// step a misoperation (e.g. it names a Secret that does not exist).
+	MisoperationReason string `json:"misoperationReason,omitempty"`
 	// Changed lists the CR property paths that differ from the previous desired state.
 	Changed []string `json:"changed,omitempty"`
 	// Desired is D(i), the CR as declared (metadata name/namespace, spec).

@@ -44,8 +44,14 @@ func Valkey(repoRoot string) (*Target, error) {
 			Namespace: "valkey-operator-system",
 			Labels:    map[string]string{"app.kubernetes.io/name": "valkey-operator"},
 		},
+		// Claims of removed pods are kept (spec.persistence.whenScaled: Retain): history, not a bug.
+		DifferentialMasks: []string{"PersistentVolumeClaim/data-*"},
+		// The password Secret the auth test cases refer to exists in every test namespace.
+		Fixtures: []string{filepath.Join(cfg, "samples", "password-secret.yaml")},
 		Values: map[string][]any{
-			"spec.image": {"valkey/valkey:8.0", "valkey/valkey:8.1"},
+			"spec.image":                    {"valkey/valkey:8.0", "valkey/valkey:8.1"},
+			"spec.auth.passwordSecret.name": {"valkey-password"},
+			"spec.auth.passwordSecret.key":  {"password"},
 		},
 		OracleConfig: oracles.Config{
 			// Operator timings leave no trace in any object.

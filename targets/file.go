@@ -31,6 +31,9 @@ import (
 //	dependencies: [...]    # inputgen.Dependency
 //	values: {spec.image: [example/foo:1, example/foo:2]}
 //	properties: [spec.replicas]
+//	differentialMasks: [PersistentVolumeClaim/data-*] # state kept by design depending on history
+//	fixtures: [samples/secret.yaml] # created in every test namespace before the seed
+//	references: [{path: spec.backup.claim, kind: PersistentVolumeClaim}]
 type fileSpec struct {
 	Name         string                `json:"name"`
 	CRDs         []string              `json:"crds"`
@@ -45,6 +48,9 @@ type fileSpec struct {
 	Values       map[string][]any      `json:"values,omitempty"`
 	PodLabels    map[string]string     `json:"podLabels,omitempty"`
 	Properties   []string              `json:"properties,omitempty"`
+	Fixtures     []string              `json:"fixtures,omitempty"`
+	DiffMasks    []string              `json:"differentialMasks,omitempty"`
+	References   []Reference           `json:"references,omitempty"`
 }
 
 type fileDeployStep struct {
@@ -83,15 +89,18 @@ func parseFile(path string, data []byte) (*Target, error) {
 		return nil, fmt.Errorf("target file %s: %w", path, err)
 	}
 	t := &Target{
-		Name:         spec.Name,
-		Source:       path,
-		Kind:         spec.Kind,
-		Version:      spec.Version,
-		IgnoreFields: spec.IgnoreFields,
-		Dependencies: spec.Dependencies,
-		Values:       spec.Values,
-		PodLabels:    spec.PodLabels,
-		Properties:   spec.Properties,
+		Name:              spec.Name,
+		Source:            path,
+		Kind:              spec.Kind,
+		Version:           spec.Version,
+		IgnoreFields:      spec.IgnoreFields,
+		Dependencies:      spec.Dependencies,
+		Values:            spec.Values,
+		PodLabels:         spec.PodLabels,
+		Properties:        spec.Properties,
+		Fixtures:          absAll(dir, spec.Fixtures),
+		DifferentialMasks: spec.DiffMasks,
+		References:        spec.References,
 		Operator: Operator{
 			Image:     spec.Operator.Image,
 			Namespace: spec.Operator.Namespace,
@@ -100,6 +109,11 @@ func parseFile(path string, data []byte) (*Target, error) {
 	}
 	if t.Name == "" {
 		t.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	}
+	for i, r := range spec.References {
+		if r.Path == "" || r.Kind == "" {
+			return nil, fmt.Errorf("target file %s: references[%d] needs a path and a kind (e.g. {path: spec.tls.secretName, kind: Secret})", path, i)
+		}
 	}
 	for _, c := range spec.CRDs {
 		t.CRDFiles = append(t.CRDFiles, abs(dir, c))

@@ -52,6 +52,16 @@ type Target struct {
 	// Properties, when set, restrict the plan to test cases targeting these property paths
 	// (or paths below them).
 	Properties []string `json:"properties,omitempty"`
+	// DifferentialMasks are masks the differential oracle alone applies: state the operator
+	// keeps by design depending on history (volumes retained after a scale-down).
+	DifferentialMasks []string `json:"differentialMasks,omitempty"`
+	// Fixtures are manifests (files or directories) created in every test namespace before
+	// the seed: the objects the CR refers to, such as a password Secret.
+	Fixtures []string `json:"fixtures,omitempty"`
+	// References are CR paths whose value names an object in the test namespace, in
+	// addition to those References infers from field names (secretName, passwordSecret.name, …).
+	// A desired state naming an object that does not exist is run as a misoperation.
+	References []Reference `json:"references,omitempty"`
 	// Oracles are custom Go oracles registered in code.
 	Oracles []oracles.Oracle `json:"-"`
 	// OracleConfig tunes the standard oracles for this operator (consistency skips and
@@ -158,6 +168,11 @@ func (t *Target) Validate() error {
 	for _, f := range t.CRDFiles {
 		if _, err := os.Stat(f); err != nil {
 			return fmt.Errorf("target %s: CRD file: %w", t.Name, err)
+		}
+	}
+	for _, f := range t.Fixtures {
+		if _, err := os.Stat(f); err != nil {
+			return fmt.Errorf("target %s: fixture: %w", t.Name, err)
 		}
 	}
 	for i, d := range t.Deploy {

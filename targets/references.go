@@ -1,0 +1,99 @@
+package targets
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Reference says that the string at Path (dotted, list indices written as [])
+// names an object of Kind (a core/v1 kind unless APIVersion says otherwise) in
+// the CR's namespace.
+type Reference struct {
+	Path       string `json:"path"`
+	Kind       string `json:"kind"`
+	APIVersion string `json:"apiVersion,omitempty"`
+}
+
+// Ref is one reference found in a desired state.
+type Ref struct {
+	// Path is where the name was found, with list indices ("spec.tls.secretName").
+	Path       string
+	APIVersion string
+	Kind       string
+	Name       string
+}
+
+// inferred maps a field name, or the name of the object holding a "name" field,
+// to the kind it refers to (lower case; the usual Kubernetes API conventions).
+var (
+	nameFields = map[string]string{
+		"secretname": "Secret", "configmapname": "ConfigMap", "serviceaccountname": "ServiceAccount",
+	}
+	holderSuffixes = []struct{ suffix, kind string }{
+		{"secretkeyref", "Secret"}, {"secretref", "Secret"}, {"secret", "Secret"},
+		{"configmapkeyref", "ConfigMap"}, {"configmapref", "ConfigMap"}, {"configmap", "ConfigMap"},
+	}
+)
+
+// ReferencesIn lists the object references in a desired state: the target's
+// declared References and the ones inferred from field names (a "secretName" or
+// "configMapName" string; the "name" of an object whose field name ends with
+// secret, secretRef, secretKeyRef, configMap, configMapRef or configMapKeyRef).
+// Plural holders (imagePullSecrets) are not references a missing object breaks.
+func (t *Target) ReferencesIn(d map[string]any) []Ref {
+	declared := map[string]Reference{}
+	for _, r := range t.References {
+		declared[strings.TrimPrefix(r.Path, ".")] = r
+	}
+	var out []Ref
+	// key is the field holding v; holder is the field holding the object that holds v.
+	var walk func(path, generic, key, holder string, v any)
+	walk = func(path, generic, key, holder string, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, c := range x {
+				walk(path+"."+k, generic+"."+k, k, key, c)
+			}
+		case []any:
+			for i, c := range x {
+				walk(path+"["+strconv.Itoa(i)+"]", generic+"[]", key, holder, c)
+			}
+		case string:
+			if x == "" {
+				return
+			}
+			p, g := strings.TrimPrefix(path, "."), strings.TrimPrefix(generic, ".")
+			if r, ok := declared[g]; ok {
+				out = append(out, Ref{Path: p, APIVersion: orV1(r.APIVersion), Kind: r.Kind, Name: x})
+				return
+			}
+			field := strings.ToLower(g[strings.LastIndexAny(g, ".]")+1:])
+			if kind, ok := nameFields[field]; ok {
+				out = append(out, Ref{Path: p, APIVersion: "v1", Kind: kind, Name: x})
+				return
+			}
+			if field != "name" || strings.HasSuffix(g, "[].name") {
+				return
+			}
+			for _, h := range holderSuffixes {
+				if strings.HasSuffix(strings.ToLower(holder), h.suffix) {
+					out = append(out, Ref{Path: p, APIVersion: "v1", Kind: h.kind, Name: x})
+					return
+				}
+			}
+		}
+	}
+	if spec, ok := d["spec"]; ok {
+		walk(".spec", ".spec", "spec", "", spec)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+func orV1(s string) string {
+	if s == "" {
+		return "v1"
+	}
+	return s
+}

@@ -1,0 +1,40 @@
+package targets
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestReferencesIn(t *testing.T) {
+	tg := &Target{References: []Reference{{Path: "spec.backup.target", Kind: "PersistentVolumeClaim"}}}
+	tests := []struct {
+		name string
+		d    map[string]any
+		want []Ref
+	}{
+		{"none", map[string]any{"spec": map[string]any{"replicas": int64(3), "name": "x"}}, nil},
+		{"secret key selector", map[string]any{"spec": map[string]any{"auth": map[string]any{"passwordSecret": map[string]any{"name": "pw", "key": "password"}}}},
+			[]Ref{{Path: "spec.auth.passwordSecret.name", APIVersion: "v1", Kind: "Secret", Name: "pw"}}},
+		{"secretName and configMapRef", map[string]any{"spec": map[string]any{
+			"tls":  map[string]any{"secretName": "certs"},
+			"conf": map[string]any{"configMapRef": map[string]any{"name": "cm"}},
+		}}, []Ref{
+			{Path: "spec.conf.configMapRef.name", APIVersion: "v1", Kind: "ConfigMap", Name: "cm"},
+			{Path: "spec.tls.secretName", APIVersion: "v1", Kind: "Secret", Name: "certs"},
+		}},
+		{"list items keep their index", map[string]any{"spec": map[string]any{"env": []any{
+			map[string]any{"valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": "s1", "key": "k"}}},
+		}}}, []Ref{{Path: "spec.env[0].valueFrom.secretKeyRef.name", APIVersion: "v1", Kind: "Secret", Name: "s1"}}},
+		{"plural holders are not references", map[string]any{"spec": map[string]any{"imagePullSecrets": []any{map[string]any{"name": "reg"}}}}, nil},
+		{"declared", map[string]any{"spec": map[string]any{"backup": map[string]any{"target": "claim"}}},
+			[]Ref{{Path: "spec.backup.target", APIVersion: "v1", Kind: "PersistentVolumeClaim", Name: "claim"}}},
+		{"empty names are not references", map[string]any{"spec": map[string]any{"tls": map[string]any{"secretName": ""}}}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tg.ReferencesIn(tt.d); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("ReferencesIn = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
