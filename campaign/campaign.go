@@ -207,6 +207,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res.Bench.SetupSeconds = setup.Seconds()
 
+	if cfg.Faults != nil {
+		r.faultKinds, res.UnsupportedFaults = supportedKinds(envs[0].inj, cfg.Faults.Kinds, len(cfg.Target.Operator.Command) > 0)
+		res.FaultKinds = r.faultKinds
+		for _, u := range res.UnsupportedFaults {
+			cfg.Logger.Warn("fault kind not injected", "why", u)
+			if !cfg.Quiet {
+				fmt.Fprintln(cfg.Progress, "gauntlet: fault kind not injected:", u)
+			}
+		}
+	}
 	prog := newProgress(cfg, start.Planned)
 	for _, w := range ws {
 		if w.Last != nil {
@@ -313,6 +323,11 @@ func (r *runner) startEnvs(ctx context.Context, n int, tag string) ([]*env, time
 				return err
 			}
 			made[i] = &env{cluster: c, kube: k, prefix: fmt.Sprintf("g%d", i)}
+			if r.cfg.Faults != nil {
+				if made[i].inj, err = r.cfg.Faults.Injector(gctx, c); err != nil {
+					return fmt.Errorf("cluster %s: fault injection: %w", name, err)
+				}
+			}
 			stateDir, err := os.MkdirTemp("", "gauntlet-operator-")
 			if err != nil {
 				return err
@@ -366,6 +381,10 @@ func (r *runner) runWorker(ctx context.Context, e *env, w int, plan *inputgen.Pl
 	var prevID string
 	index := 0
 	cur := Cursor{}
+	// applied counts converged desired states (every FaultOptions.Every-th is followed by a
+	// fault); pending is a persistent fault drawn to hold during the next one.
+	applied := 0
+	var pending *FaultPlan
 	var caseBase model.Object
 	if st.Last == nil {
 		rec, snap, err := sess.run(ctx, stepInput{worker: w, index: 0, kind: model.StepSeed, desired: plan.Base, cursor: cur})
@@ -428,6 +447,7 @@ func (r *runner) runWorker(ctx context.Context, e *env, w int, plan *inputgen.Pl
 		if next.Case != cur.Case {
 			in.cursor = next
 		}
+		in.fault, pending = pending, nil
 		rec, snap, err := sess.run(ctx, in)
 		if err != nil {
 			return err
@@ -442,6 +462,24 @@ func (r *runner) runWorker(ctx context.Context, e *env, w int, plan *inputgen.Pl
 		if !alarm && jsonEqual(rec.Current, d) {
 			prevD, prevS, prevID = d, snap, rec.ID()
 			cur = next
+			applied++
+			if len(r.faultKinds) > 0 && applied%r.cfg.Faults.Every == 0 {
+				p := planFault(r.cfg.Seed, w, index, r.cfg.Faults, r.faultKinds, r.target.SystemMonitor != nil)
+				if p.Persistent {
+					pending = &p // held while the next desired state is declared
+					continue
+				}
+				fr, fsnap, err := sess.run(ctx, stepInput{worker: w, index: index, kind: model.StepFault, testCase: tc.ID,
+					desired: d, prevDesired: d, prev: snap, caseBase: caseBase, cursor: next, prevID: rec.ID(), fault: &p})
+				if err != nil {
+					return err
+				}
+				index++
+				if fr.Alarm() || fr.TimedOut {
+					prog.alarms.Add(1)
+				}
+				prevS, prevID = fsnap, fr.ID()
+			}
 			continue
 		}
 		if !jsonEqual(rec.Current, d) {

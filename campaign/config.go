@@ -53,6 +53,9 @@ type Config struct {
 	LearnMasks func(a, b *model.Snapshot) []string
 	// Monitor samples system-internal state into Snapshot.Monitors (optional).
 	Monitor func(ctx context.Context, c cluster.Cluster, namespace string) (map[string]any, error)
+	// Faults turns on fault campaigns (transient and persistent faults, operator crashes);
+	// nil injects none.
+	Faults *FaultOptions
 	// Converge tunes convergence detection.
 	Converge ConvergeOptions
 	// Stability is the window after convergence in which the state must not change (default 2s).
@@ -96,6 +99,7 @@ func (c Config) withDefaults() Config {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	c.Converge = c.Converge.withDefaults()
+	c.Faults = c.Faults.withDefaults()
 	// Run and Reproduce judge with the standard oracles unless told otherwise.
 	if c.Oracles == nil && c.Target != nil {
 		c.Oracles = oracles.Default(OracleConfig(c.Target))
@@ -124,7 +128,11 @@ type Result struct {
 	Masks []string `json:"masks,omitempty"`
 	// Covered lists the properties changed by executed test cases.
 	Covered []string `json:"covered,omitempty"`
-	Bench   Bench    `json:"bench"`
+	// FaultKinds are the fault kinds the campaign drew from; UnsupportedFaults the requested
+	// kinds the cluster back end cannot inject, with why.
+	FaultKinds        []string `json:"faultKinds,omitempty"`
+	UnsupportedFaults []string `json:"unsupportedFaults,omitempty"`
+	Bench             Bench    `json:"bench"`
 }
 
 // Alarms counts the bug groups (misoperations excluded).

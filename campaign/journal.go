@@ -72,6 +72,8 @@ type Timing struct {
 	Snapshot int64 `json:"snapshotMs"`
 	Oracles  int64 `json:"oraclesMs"`
 	Journal  int64 `json:"journalMs"`
+	// SystemSettle is the wait for the system monitor's readings to settle after the objects did.
+	SystemSettle int64 `json:"systemSettleMs,omitempty"`
 	// Overhead is Snapshot+Oracles+Journal plus writing the step's files.
 	Overhead int64 `json:"overheadMs"`
 }
@@ -97,6 +99,16 @@ type StepRecord struct {
 	// Recreated is set when the CR was deleted and re-created with Desired (recreate steps,
 	// and rollbacks the API server refused as an update).
 	Recreated bool `json:"recreated,omitempty"`
+	// FaultPlan is the fault drawn for the step (replays re-inject it).
+	FaultPlan *FaultPlan `json:"faultPlan,omitempty"`
+	// Availability is the workload's success rate during the transition.
+	Availability *AvailabilityFigure `json:"availability,omitempty"`
+}
+
+// AvailabilityFigure is a transition's workload success rate.
+type AvailabilityFigure struct {
+	Rate     float64 `json:"rate"`
+	Requests int     `json:"requests"`
 }
 
 // Alarm reports whether the step raised a bug finding (misoperations excluded).

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -26,6 +27,9 @@ type ReproStep struct {
 	Kind     model.StepKind `json:"kind"`
 	Desired  model.Object   `json:"desired"`
 	Recreate bool           `json:"recreate,omitempty"`
+	// Fault is injected with the step (a fault step, or a persistent fault or operator crash
+	// while Desired is declared).
+	Fault *FaultPlan `json:"fault,omitempty"`
 }
 
 // Reproducer is a minimized sequence that raises an alarm group's signature.
@@ -56,7 +60,7 @@ type Reproducer struct {
 // shortened, since S0 is already the state it reaches.
 func candidates(fail, prev *StepRecord, base model.Object) [][]ReproStep {
 	rs := func(s *StepRecord) ReproStep {
-		return ReproStep{Kind: s.Kind, Desired: s.Desired, Recreate: s.Kind == model.StepRecreate || s.Recreated}
+		return ReproStep{Kind: s.Kind, Desired: s.Desired, Recreate: s.Kind == model.StepRecreate || s.Recreated, Fault: s.FaultPlan}
 	}
 	isBase := func(d model.Object) bool { return base != nil && jsonEqual(d, base) }
 	var out [][]ReproStep
@@ -72,6 +76,13 @@ func candidates(fail, prev *StepRecord, base model.Object) [][]ReproStep {
 		}
 	case model.StepSeed:
 		out = append(out, nil)
+	case model.StepFault:
+		// The fault strikes the converged D: declare D, then inject it again.
+		if isBase(fail.Desired) {
+			out = append(out, []ReproStep{rs(fail)})
+		} else {
+			out = append(out, []ReproStep{{Kind: model.StepApply, Desired: fail.Desired}, rs(fail)})
+		}
 	default:
 		out = append(out, []ReproStep{rs(fail)})
 		if prev != nil && prev.Kind != model.StepSeed && !jsonEqual(prev.Current, fail.Desired) && !isBase(prev.Current) {
@@ -217,7 +228,8 @@ func (r *runner) replay(ctx context.Context, e *env, seed model.Object, seq []Re
 	prevD, prevS := seed, s0
 	var all []model.Finding
 	for i, st := range seq {
-		in := stepInput{index: i + 1, kind: st.Kind, desired: st.Desired, prevDesired: prevD, prev: prevS, recreate: st.Recreate, changed: changedPaths(prevD, st.Desired)}
+		in := stepInput{index: i + 1, kind: st.Kind, desired: st.Desired, prevDesired: prevD, prev: prevS, recreate: st.Recreate,
+			changed: changedPaths(prevD, st.Desired), fault: st.Fault}
 		if st.Kind == model.StepRollback {
 			for _, x := range seen {
 				if jsonEqual(x.d, st.Desired) {
@@ -289,6 +301,9 @@ func Reproduce(ctx context.Context, cfg Config, rep *Reproducer) (*ReproduceResu
 	}
 	if len(rep.Steps) == 0 && !strings.HasPrefix(rep.FromStep, "w") {
 		return nil, ErrNoSteps
+	}
+	if cfg.Faults == nil && slices.ContainsFunc(rep.Steps, func(s ReproStep) bool { return s.Fault != nil }) {
+		cfg.Faults = (&FaultOptions{}).withDefaults()
 	}
 	r := &runner{cfg: cfg, target: cfg.Target, base: rep.Seed, lastAppend: new(atomic.Int64)}
 	r.oracles = append(append([]oracles.Oracle{}, cfg.Oracles...), cfg.Target.Oracles...)

@@ -9,13 +9,16 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"sigs.k8s.io/yaml"
 
 	"github.com/gauntlet-dev/gauntlet/cluster"
+	"github.com/gauntlet-dev/gauntlet/faults"
 	"github.com/gauntlet-dev/gauntlet/model"
+	"github.com/gauntlet-dev/gauntlet/monitors"
 	"github.com/gauntlet-dev/gauntlet/oracles"
 	"github.com/gauntlet-dev/gauntlet/targets"
 )
@@ -24,8 +27,10 @@ import (
 type env struct {
 	cluster cluster.Cluster
 	kube    *kube
-	nsSeq   atomic.Int64
-	prefix  string
+	// inj injects faults (nil when the campaign injects none).
+	inj    faults.Injector
+	nsSeq  atomic.Int64
+	prefix string
 }
 
 // runner executes steps; it is shared by workers, differential runs,
@@ -39,6 +44,8 @@ type runner struct {
 	masks   []string
 	// base is the seed desired state D0.
 	base model.Object
+	// faultKinds are the fault kinds drawn from (supported by the back end).
+	faultKinds []string
 	// lastAppend is the duration of the last journal append (ms).
 	lastAppend *atomic.Int64
 }
@@ -52,6 +59,11 @@ type session struct {
 	crKey string
 	// last is when the previous snapshot was taken (events and logs since).
 	last time.Time
+	// wl is the target's workload, started once the seed converged.
+	wl monitors.WorkloadRun
+	// isolated are pods a partition currently cuts off from their peers (with why).
+	isoMu    sync.Mutex
+	isolated map[string]string
 }
 
 // newSession creates a fresh namespace and starts watching it.
@@ -74,6 +86,7 @@ func (r *runner) newSession(ctx context.Context, e *env, tag string) (*session, 
 
 // close stops watching and deletes the namespace.
 func (s *session) close(ctx context.Context) {
+	s.stopWorkload(ctx)
 	s.watch.close()
 	s.env.kube.deleteNamespace(context.WithoutCancel(ctx), s.ns)
 }
@@ -183,6 +196,9 @@ type stepInput struct {
 	prevID    string
 	// noJudge skips oracles (seed steps of replays).
 	noJudge bool
+	// fault is injected with the step (fault steps; persistent faults and operator
+	// crashes during a new desired state).
+	fault *FaultPlan
 }
 
 // run executes one step: declare, converge, snapshot, stability window, oracles, record.
@@ -191,6 +207,7 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 		Step: model.Step{Worker: in.worker, Index: in.index, Kind: in.kind, TestCase: in.testCase, Misoperation: in.misop,
 			Changed: in.changed, Desired: in.desired},
 		CaseBase: in.caseBase, Current: in.desired, Cursor: in.cursor, Namespace: s.ns, Prev: in.prevID, Recreated: in.recreate,
+		FaultPlan: in.fault,
 	}
 	if in.kind == model.StepRollback {
 		rec.Current = in.desired
@@ -201,10 +218,15 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 			rec.Misoperation, rec.MisoperationReason = true, why
 		}
 	}
-	started, converged, notReady, err := s.declare(ctx, in.desired, in.recreate)
+	sp := s.startSampling(ctx, in.desired)
+	if s.wl != nil {
+		s.wl.Update(s.crObject(in.desired))
+	}
+	started, converged, notReady, err := s.drive(ctx, in, rec)
+	samples := sp.finish()
 	rec.Started = started.UTC()
 	rec.NotReady = notReady
-	var findings []model.Finding
+	findings := rec.Findings
 	switch {
 	case err == nil:
 		rec.Converged = converged.UTC()
@@ -230,8 +252,27 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 		})
 		rec.Current = in.prevDesired
 	}
+	var system *model.SystemSample
+	if err == nil {
+		// The objects stopped changing; the system inside may still be resyncing.
+		t := time.Now()
+		var settled bool
+		system, settled = s.settleSystem(ctx, in.desired, s.r.cfg.Converge.Quiet/2, time.Minute)
+		rec.Timing.SystemSettle = time.Since(t).Milliseconds()
+		if !settled {
+			rec.NotReady = append(rec.NotReady, "the system monitor's readings kept changing for a minute after the objects settled")
+		}
+	}
+	if in.kind == model.StepSeed && err == nil {
+		s.startWorkload(ctx, in.desired)
+	}
 	t0 := time.Now()
 	snap := s.snapshot(ctx)
+	if system == nil {
+		system = s.sampleSystem(ctx, in.desired)
+	}
+	snap.System = system
+	hist := s.history(ctx)
 	rec.Timing.Snapshot = time.Since(t0).Milliseconds()
 	var stab []*model.Snapshot
 	if !in.noJudge && err == nil {
@@ -242,8 +283,11 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 	t2 := time.Now()
 	if !in.noJudge {
 		tr := &model.Transition{Step: &rec.Step, PrevDesired: in.prevDesired, Desired: in.desired, Prev: in.prev, Curr: snap,
-			Stability: stab, Reference: in.reference, Masks: s.r.masks}
+			Stability: stab, Reference: in.reference, Masks: s.r.masks, Samples: samples, History: hist}
 		findings = append(findings, oracles.Run(ctx, s.r.oracles, tr)...)
+		if rate, n := oracles.Availability(tr); n > 0 {
+			rec.Availability = &AvailabilityFigure{Rate: rate, Requests: n}
+		}
 	}
 	for i := range findings {
 		findings[i].Step = rec.ID()
@@ -259,6 +303,9 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 		rel := filepath.Join("steps", fmt.Sprintf("w%d", in.worker), fmt.Sprintf("s%d", in.index))
 		rec.Snapshot = filepath.ToSlash(rel)
 		if err := writeStepFiles(filepath.Join(s.r.dir, rel), rec, snap); err != nil {
+			return nil, nil, err
+		}
+		if err := writeSystemFiles(filepath.Join(s.r.dir, rel), samples, hist); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -289,25 +336,45 @@ func evidenceLines(lines []string) []model.Evidence {
 	return ev
 }
 
+// writeSystemFiles writes samples.json (the system monitor's readings during the
+// transition) and history.json (the workload's requests), when there are any.
+func writeSystemFiles(dir string, samples []model.SystemSample, hist *model.History) error {
+	if len(samples) > 0 {
+		if err := writeJSON(filepath.Join(dir, "samples.json"), samples); err != nil {
+			return err
+		}
+	}
+	if hist != nil {
+		if err := writeJSON(filepath.Join(dir, "history.json"), hist); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // stateFile is state.json: the snapshot without events and log (kept in their own files).
 type stateFile struct {
 	Taken    time.Time               `json:"taken"`
 	CR       string                  `json:"cr"`
 	Objects  map[string]model.Object `json:"objects"`
 	Monitors map[string]any          `json:"monitors,omitempty"`
+	System   *model.SystemSample     `json:"system,omitempty"`
 }
 
 type verdictFile struct {
-	Step      string          `json:"step"`
-	Kind      model.StepKind  `json:"kind"`
-	TestCase  string          `json:"testCase,omitempty"`
-	Changed   []string        `json:"changed,omitempty"`
-	Started   time.Time       `json:"started"`
-	Converged time.Time       `json:"converged,omitempty"`
-	TimedOut  bool            `json:"timedOut,omitempty"`
-	NotReady  []string        `json:"notReady,omitempty"`
-	Findings  []model.Finding `json:"findings"`
-	Timing    Timing          `json:"timing"`
+	Step      string         `json:"step"`
+	Kind      model.StepKind `json:"kind"`
+	TestCase  string         `json:"testCase,omitempty"`
+	Changed   []string       `json:"changed,omitempty"`
+	Started   time.Time      `json:"started"`
+	Converged time.Time      `json:"converged,omitempty"`
+	TimedOut  bool           `json:"timedOut,omitempty"`
+	NotReady  []string       `json:"notReady,omitempty"`
+	Faults    []model.Fault  `json:"faults,omitempty"`
+	// Availability is the workload's success rate during the transition.
+	Availability *AvailabilityFigure `json:"availability,omitempty"`
+	Findings     []model.Finding     `json:"findings"`
+	Timing       Timing              `json:"timing"`
 }
 
 // writeStepFiles writes cr.yaml, state.json, events.json, operator.log and verdict.json.
@@ -329,11 +396,12 @@ func writeStepFiles(dir string, rec *StepRecord, snap *model.Snapshot) error {
 		raw  []byte
 	}{
 		{name: "cr.yaml", raw: cr},
-		{name: "state.json", v: stateFile{Taken: snap.Taken, CR: snap.CR, Objects: snap.Objects, Monitors: snap.Monitors}},
+		{name: "state.json", v: stateFile{Taken: snap.Taken, CR: snap.CR, Objects: snap.Objects, Monitors: snap.Monitors, System: snap.System}},
 		{name: "events.json", v: nonNil(snap.Events)},
 		{name: "operator.log", raw: []byte(snap.OperatorLog)},
 		{name: "verdict.json", v: verdictFile{Step: rec.ID(), Kind: rec.Kind, TestCase: rec.TestCase, Changed: rec.Changed, Started: rec.Started,
-			Converged: rec.Converged, TimedOut: rec.TimedOut, NotReady: rec.NotReady, Findings: findings, Timing: rec.Timing}},
+			Converged: rec.Converged, TimedOut: rec.TimedOut, NotReady: rec.NotReady, Faults: rec.Faults, Availability: rec.Availability,
+			Findings: findings, Timing: rec.Timing}},
 	}
 	for _, f := range files {
 		b := f.raw
@@ -366,7 +434,7 @@ func loadSnapshot(dir string) (*model.Snapshot, error) {
 	if err := json.Unmarshal(b, &sf); err != nil {
 		return nil, fmt.Errorf("decode %s: %w", filepath.Join(dir, "state.json"), err)
 	}
-	s := &model.Snapshot{Taken: sf.Taken, CR: sf.CR, Objects: sf.Objects, Monitors: sf.Monitors}
+	s := &model.Snapshot{Taken: sf.Taken, CR: sf.CR, Objects: sf.Objects, Monitors: sf.Monitors, System: sf.System}
 	if b, err := os.ReadFile(filepath.Join(dir, "events.json")); err == nil {
 		_ = json.Unmarshal(b, &s.Events)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/inputgen"
 	"github.com/gauntlet-dev/gauntlet/inputgen/crd"
+	"github.com/gauntlet-dev/gauntlet/monitors"
 	"github.com/gauntlet-dev/gauntlet/oracles"
 )
 
@@ -62,6 +63,12 @@ type Target struct {
 	// addition to those References infers from field names (secretName, passwordSecret.name, …).
 	// A desired state naming an object that does not exist is run as a misoperation.
 	References []Reference `json:"references,omitempty"`
+	// SystemMonitor reads the managed system's internal state (roles, replication,
+	// effective config) at every snapshot and while transitions run; nil: none.
+	SystemMonitor monitors.SystemMonitor `json:"-"`
+	// Workload runs through every transition recording each request (availability and
+	// durability); nil: none.
+	Workload monitors.Workload `json:"-"`
 	// Oracles are custom Go oracles registered in code.
 	Oracles []oracles.Oracle `json:"-"`
 	// OracleConfig tunes the standard oracles for this operator (consistency skips and

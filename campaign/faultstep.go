@@ -1,0 +1,387 @@
+package campaign
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/gauntlet-dev/gauntlet/cluster"
+	"github.com/gauntlet-dev/gauntlet/faults"
+	"github.com/gauntlet-dev/gauntlet/model"
+)
+
+// Campaign fault kinds (what FaultOptions.Kinds names).
+const (
+	// FaultContainerCrash kills the target's container process (its restart policy applies).
+	FaultContainerCrash = "container-crash"
+	// FaultPodKill deletes the target pod with grace period 0.
+	FaultPodKill = "pod-kill"
+	// FaultPodFailure freezes the target's container for the hold time.
+	FaultPodFailure = "pod-failure"
+	// FaultPartition cuts the target pod off from the other pods of the system for the hold time.
+	FaultPartition = "partition"
+	// FaultOperatorCrash kills the operator at a random moment while it reconciles a new
+	// desired state (the intermediate-state bugs of Sieve and Anvil).
+	FaultOperatorCrash = "operator-crash"
+	// FaultOperatorPartition cuts the operator off from the API server while a new desired
+	// state is declared, then heals.
+	FaultOperatorPartition = "operator-partition"
+)
+
+// DefaultFaultKinds are the kinds a fault campaign draws from by default.
+var DefaultFaultKinds = []string{FaultContainerCrash, FaultPodKill, FaultPodFailure, FaultPartition, FaultOperatorCrash, FaultOperatorPartition}
+
+// backendKind maps a campaign fault kind to the injector's.
+func backendKind(kind string) (faults.Kind, bool) {
+	switch kind {
+	case FaultContainerCrash, FaultOperatorCrash:
+		return faults.ContainerCrash, true
+	case FaultPodKill:
+		return faults.PodKill, true
+	case FaultPodFailure:
+		return faults.PodFailure, true
+	case FaultPartition:
+		return faults.Partition, true
+	case FaultOperatorPartition:
+		return faults.APIServerPartition, true
+	}
+	return "", false
+}
+
+// lasting kinds hold until removed (they can be held while a new desired state is declared).
+func lasting(kind string) bool {
+	return kind == FaultPodFailure || kind == FaultPartition || kind == FaultOperatorPartition
+}
+
+// FaultOptions turns on the OAT strategies: after converged desired states, a
+// transient fault on the converged system (which must return to D), or a
+// persistent fault held while the next desired state is declared (which must
+// be reached once it is removed), or an operator crash mid-reconcile. Kinds,
+// targets and timing come from the campaign's seed and are recorded.
+type FaultOptions struct {
+	// Every injects after every Nth converged desired state of a worker (default 1).
+	Every int
+	// Kinds are the campaign fault kinds to draw from (default DefaultFaultKinds); kinds the
+	// back end cannot inject are reported in Result.UnsupportedFaults, never silently dropped.
+	Kinds []string
+	// Persistent is the share of lasting faults held across the next desired state (default 0.3;
+	// operator partitions always are).
+	Persistent float64
+	// Hold is how long a lasting fault holds (default 8s: longer than the usual failure detection).
+	Hold time.Duration
+	// Injector returns the back end for a cluster (default faults.For).
+	Injector func(ctx context.Context, c cluster.Cluster) (faults.Injector, error)
+}
+
+func (o *FaultOptions) withDefaults() *FaultOptions {
+	if o == nil {
+		return nil
+	}
+	c := *o
+	if c.Every <= 0 {
+		c.Every = 1
+	}
+	if len(c.Kinds) == 0 {
+		c.Kinds = slices.Clone(DefaultFaultKinds)
+	}
+	if c.Persistent <= 0 {
+		c.Persistent = 0.3
+	}
+	if c.Hold <= 0 {
+		c.Hold = 8 * time.Second
+	}
+	if c.Injector == nil {
+		c.Injector = func(ctx context.Context, cl cluster.Cluster) (faults.Injector, error) { return faults.For(ctx, cl) }
+	}
+	return &c
+}
+
+// FaultPlan is one fault drawn by the seeded source; the journal records it and
+// reproducers re-inject it.
+type FaultPlan struct {
+	Kind string `json:"kind"`
+	// Role is whom it hits: "primary", "replica", "pod" (no system monitor) or "operator".
+	Role string `json:"role"`
+	// Pick chooses among several candidates (modulo their number), so a replay hits the same one.
+	Pick int `json:"pick"`
+	// Persistent faults hold while the next desired state is declared.
+	Persistent bool `json:"persistent,omitempty"`
+	// Delay is, for operator crashes, how long after the desired state is declared it strikes.
+	Delay time.Duration `json:"delay,omitempty"`
+	// Hold is how long a lasting fault holds.
+	Hold time.Duration `json:"hold,omitempty"`
+}
+
+// planFault draws the fault following step index of worker w (deterministic in
+// the campaign's seed); kinds are the supported ones.
+func planFault(seed int64, w, index int, o *FaultOptions, kinds []string, monitored bool) FaultPlan {
+	rng := rand.New(rand.NewPCG(uint64(seed), uint64(w)<<32|uint64(index)))
+	p := FaultPlan{Kind: kinds[rng.IntN(len(kinds))], Pick: rng.IntN(1 << 16), Hold: o.Hold}
+	switch {
+	case p.Kind == FaultOperatorCrash || p.Kind == FaultOperatorPartition:
+		p.Role = "operator"
+	case !monitored:
+		p.Role = "pod"
+	case rng.Float64() < 0.6:
+		p.Role = model.RolePrimary
+	default:
+		p.Role = model.RoleReplica
+	}
+	switch p.Kind {
+	case FaultOperatorCrash:
+		p.Persistent, p.Delay, p.Hold = true, time.Duration(rng.IntN(1500))*time.Millisecond, 0
+	case FaultOperatorPartition:
+		p.Persistent = true
+	default:
+		p.Persistent = lasting(p.Kind) && rng.Float64() < o.Persistent
+		if !lasting(p.Kind) {
+			p.Hold = 0
+		}
+	}
+	return p
+}
+
+// supportedKinds splits the wanted kinds into those inj can inject and the others (with why).
+func supportedKinds(inj faults.Injector, want []string, outOfCluster bool) (ok []string, unsupported []string) {
+	for _, k := range want {
+		bk, known := backendKind(k)
+		switch {
+		case !known:
+			unsupported = append(unsupported, k+": unknown fault kind (known: "+fmt.Sprint(DefaultFaultKinds)+")")
+		case !faults.Supports(inj, bk):
+			unsupported = append(unsupported, k+": the cluster back end cannot inject "+string(bk))
+		case outOfCluster && (k == FaultOperatorCrash || k == FaultOperatorPartition):
+			unsupported = append(unsupported, k+": the operator runs out of cluster (target operator.command)")
+		default:
+			ok = append(ok, k)
+		}
+	}
+	return ok, unsupported
+}
+
+// activeFault is an injected fault and how to end it.
+type activeFault struct {
+	rec    model.Fault
+	spec   faults.Spec
+	remove bool
+}
+
+// inject resolves the plan's targets on the live system and starts the fault.
+func (s *session) inject(ctx context.Context, p FaultPlan, d model.Object, seq int) (*activeFault, error) {
+	bk, _ := backendKind(p.Kind)
+	spec := faults.Spec{Kind: bk, Name: fmt.Sprintf("%s-f%d", s.ns, seq), Namespace: s.ns, Duration: 0}
+	switch p.Role {
+	case "operator":
+		pods, err := s.operatorPods(ctx)
+		if err != nil {
+			return nil, err
+		}
+		spec.Namespace, spec.Pods = s.env.kube.opNS, []string{pods[p.Pick%len(pods)]}
+	default:
+		pod, peers, err := s.pickPod(ctx, p, d)
+		if err != nil {
+			return nil, err
+		}
+		spec.Pods, spec.Peers = []string{pod}, peers
+	}
+	if p.Kind == FaultPodKill {
+		zero := int64(0)
+		spec.Grace = &zero
+	}
+	af := &activeFault{spec: spec, remove: lasting(p.Kind),
+		rec: model.Fault{Kind: p.Kind, Targets: []string{p.Role + " " + spec.Namespace + "/" + spec.Pods[0]}, Persistent: p.Persistent}}
+	if spec.Kind == faults.Partition {
+		s.isolate(spec.Pods, "isolated from its peers by the injected partition "+spec.Name)
+	}
+	af.rec.Injected = time.Now().UTC()
+	if err := s.env.inj.Inject(ctx, spec); err != nil {
+		s.isolate(spec.Pods, "")
+		if errors.Is(err, faults.ErrUnsupported) {
+			af.rec.Unsupported = err.Error()
+			return af, nil
+		}
+		return nil, err
+	}
+	return af, nil
+}
+
+// heal removes a lasting fault.
+func (s *session) heal(ctx context.Context, af *activeFault) error {
+	if af == nil || !af.remove || af.rec.Unsupported != "" {
+		return nil
+	}
+	err := s.env.inj.Remove(context.WithoutCancel(ctx), af.spec)
+	af.rec.Removed = time.Now().UTC()
+	if af.spec.Kind == faults.Partition {
+		s.isolate(af.spec.Pods, "")
+	}
+	return err
+}
+
+// operatorPods lists the operator's pods, sorted.
+func (s *session) operatorPods(ctx context.Context) ([]string, error) {
+	k := s.env.kube
+	if k.opNS == "" || len(k.opLabels) == 0 {
+		return nil, errors.New("no operator pods to target: the target names no operator namespace and labels")
+	}
+	list, err := k.cs.CoreV1().Pods(k.opNS).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(k.opLabels).String()})
+	if err != nil {
+		return nil, fmt.Errorf("list operator pods: %w", err)
+	}
+	var out []string
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p.Name)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no running operator pod in %s", k.opNS)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// pickPod chooses the system pod the plan targets and the other pods (the peers of a partition).
+func (s *session) pickPod(ctx context.Context, p FaultPlan, d model.Object) (string, []string, error) {
+	var cands, all []string
+	if smp := s.sampleSystem(ctx, d); smp != nil && p.Role != "pod" {
+		for _, m := range smp.Members {
+			all = append(all, m.Pod)
+			if m.Reachable && m.Role == p.Role {
+				cands = append(cands, m.Pod)
+			}
+		}
+		if len(cands) == 0 {
+			return "", nil, fmt.Errorf("no %s among the system's members to inject %s into", p.Role, p.Kind)
+		}
+	} else {
+		list, err := s.env.kube.cs.CoreV1().Pods(s.ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return "", nil, fmt.Errorf("list pods: %w", err)
+		}
+		for _, x := range list.Items {
+			if x.DeletionTimestamp == nil && x.Status.PodIP != "" {
+				all = append(all, x.Name)
+			}
+		}
+		sort.Strings(all)
+		cands = all
+		if len(cands) == 0 {
+			return "", nil, fmt.Errorf("no running pod in %s to inject %s into", s.ns, p.Kind)
+		}
+	}
+	pod := cands[p.Pick%len(cands)]
+	var peers []string
+	for _, x := range all {
+		if x != pod {
+			peers = append(peers, x)
+		}
+	}
+	if p.Kind == FaultPartition && len(peers) == 0 {
+		return "", nil, fmt.Errorf("a partition needs at least two pods; %s has one", s.ns)
+	}
+	return pod, peers, nil
+}
+
+// wait blocks until the session's namespace converges after start.
+func (s *session) wait(ctx context.Context, start time.Time) (time.Time, []string, error) {
+	return waitConverged(ctx, s.r.cfg.Converge, s.watch.q, start, func() (map[string]model.Object, string) {
+		return s.watch.objects(), s.crKey
+	})
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// drive executes a step's action and waits for convergence: declare D; or, for a
+// fault step, inject (hold, heal); or declare D while a persistent fault holds or
+// while the operator crashes mid-reconcile. The faults are recorded on rec.
+func (s *session) drive(ctx context.Context, in stepInput, rec *StepRecord) (time.Time, time.Time, []string, error) {
+	p := in.fault
+	if p == nil || s.env.inj == nil {
+		return s.declare(ctx, in.desired, in.recreate)
+	}
+	seq := in.index
+	warn := func(err error) {
+		rec.Findings = append(rec.Findings, model.Finding{Oracle: "fault", Severity: model.SeverityWarning,
+			Signature: model.Signature("fault", "inject", p.Kind), Summary: "the fault could not be injected: " + err.Error()})
+	}
+	switch {
+	case in.kind == model.StepFault:
+		started := time.Now()
+		af, err := s.inject(ctx, *p, in.desired, seq)
+		if err != nil {
+			warn(err)
+			c, nr, err := s.wait(ctx, started)
+			return started, c, nr, err
+		}
+		if af.remove {
+			sleep(ctx, p.Hold)
+			if err := s.heal(ctx, af); err != nil {
+				warn(err)
+			}
+		}
+		rec.Faults = append(rec.Faults, af.rec)
+		c, nr, err := s.wait(ctx, started)
+		return started, c, nr, err
+	case p.Kind == FaultOperatorCrash:
+		done := make(chan *activeFault, 1)
+		go func() {
+			sleep(ctx, p.Delay)
+			af, err := s.inject(ctx, *p, in.desired, seq)
+			if err != nil {
+				s.r.cfg.Logger.Warn("operator crash", "err", err)
+				done <- nil
+				return
+			}
+			done <- af
+		}()
+		started, c, nr, err := s.declare(ctx, in.desired, in.recreate)
+		if af := <-done; af != nil {
+			rec.Faults = append(rec.Faults, af.rec)
+			if c.Before(af.rec.Injected) && err == nil {
+				// Converged before the crash: wait for the restarted operator to settle too.
+				c, nr, err = s.wait(ctx, af.rec.Injected)
+			}
+		}
+		return started, c, nr, err
+	default:
+		// A persistent fault: injected, D declared while it holds (convergence awaited at most
+		// for the hold time), healed, then D must be reached.
+		af, ierr := s.inject(ctx, *p, in.desired, seq)
+		if ierr != nil {
+			warn(ierr)
+			return s.declare(ctx, in.desired, in.recreate)
+		}
+		hctx, cancel := context.WithTimeout(ctx, p.Hold)
+		started, _, _, derr := s.declare(hctx, in.desired, in.recreate)
+		cancel()
+		if rest := p.Hold - time.Since(started); rest > 0 {
+			sleep(ctx, rest)
+		}
+		if err := s.heal(ctx, af); err != nil {
+			warn(err)
+		}
+		rec.Faults = append(rec.Faults, af.rec)
+		if derr != nil && !errors.Is(derr, context.DeadlineExceeded) && !errors.Is(derr, ErrConvergenceTimeout) && ctx.Err() == nil {
+			// The API server refused D (not the fault's doing).
+			return started, time.Time{}, nil, derr
+		}
+		c, nr, err := s.wait(ctx, started)
+		return started, c, nr, err
+	}
+}
