@@ -146,6 +146,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, fmt.Errorf("resume: %w", err)
 		}
 		cfg.Seed, cfg.Workers = start.Seed, start.Workers
+		if cfg.Faults == nil && start.Faults != nil {
+			cfg.Faults = start.Faults.withDefaults()
+		}
 	} else {
 		if plan, err = Plan(ctx, cfg.Target, cfg.Seed); err != nil {
 			return nil, err
@@ -162,7 +165,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			planned += caseCost(tc)
 		}
 		start = &StartRecord{Target: cfg.Target.Source, Seed: cfg.Seed, Workers: cfg.Workers, MaxSteps: cfg.MaxSteps, GoTests: cfg.GoTests,
-			Properties: cfg.Target.Properties, Assignments: Partition(cases, cfg.Workers), Planned: planned}
+			Properties: cfg.Target.Properties, Assignments: Partition(cases, cfg.Workers), Planned: planned, Faults: cfg.Faults}
 		f, err := os.Create(filepath.Join(dir, "plan.json"))
 		if err != nil {
 			return nil, fmt.Errorf("write plan: %w", err)
@@ -463,8 +466,8 @@ func (r *runner) runWorker(ctx context.Context, e *env, w int, plan *inputgen.Pl
 			prevD, prevS, prevID = d, snap, rec.ID()
 			cur = next
 			applied++
-			if len(r.faultKinds) > 0 && applied%r.cfg.Faults.Every == 0 {
-				p := planFault(r.cfg.Seed, w, index, r.cfg.Faults, r.faultKinds, r.target.SystemMonitor != nil)
+			if r.cfg.Faults != nil && (len(r.faultKinds) > 0 || len(r.cfg.Faults.Script) > 0) && applied%r.cfg.Faults.Every == 0 {
+				p := r.nextFault(w, index, applied/r.cfg.Faults.Every-1)
 				if p.Persistent {
 					pending = &p // held while the next desired state is declared
 					continue
@@ -516,6 +519,19 @@ func (r *runner) runWorker(ctx context.Context, e *env, w int, plan *inputgen.Pl
 		}
 		prevS, prevID = rsnap, rb.ID()
 		cur = skip
+	}
+	if pending != nil {
+		// No desired state left to hold the fault across: inject it on the converged system.
+		p := *pending
+		p.Persistent = false
+		fr, _, err := sess.run(ctx, stepInput{worker: w, index: index, kind: model.StepFault, desired: prevD, prevDesired: prevD,
+			prev: prevS, caseBase: caseBase, cursor: cur, prevID: prevID, fault: &p})
+		if err != nil {
+			return err
+		}
+		if fr.Alarm() || fr.TimedOut {
+			prog.alarms.Add(1)
+		}
 	}
 	return r.journal.Append(Record{Type: RecWorkerDone, Worker: w})
 }

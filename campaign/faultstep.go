@@ -67,17 +67,20 @@ func lasting(kind string) bool {
 // targets and timing come from the campaign's seed and are recorded.
 type FaultOptions struct {
 	// Every injects after every Nth converged desired state of a worker (default 1).
-	Every int
+	Every int `json:"every,omitempty"`
 	// Kinds are the campaign fault kinds to draw from (default DefaultFaultKinds); kinds the
 	// back end cannot inject are reported in Result.UnsupportedFaults, never silently dropped.
-	Kinds []string
+	Kinds []string `json:"kinds,omitempty"`
 	// Persistent is the share of lasting faults held across the next desired state (default 0.3;
 	// operator partitions always are).
-	Persistent float64
+	Persistent float64 `json:"persistent,omitempty"`
 	// Hold is how long a lasting fault holds (default 8s: longer than the usual failure detection).
-	Hold time.Duration
+	Hold time.Duration `json:"hold,omitempty"`
+	// Script, when set, replaces the random draw: the faults are taken in order (cycling),
+	// each still targeted on the live system (Role, Pick) and recorded.
+	Script []FaultPlan `json:"script,omitempty"`
 	// Injector returns the back end for a cluster (default faults.For).
-	Injector func(ctx context.Context, c cluster.Cluster) (faults.Injector, error)
+	Injector func(ctx context.Context, c cluster.Cluster) (faults.Injector, error) `json:"-"`
 }
 
 func (o *FaultOptions) withDefaults() *FaultOptions {
@@ -146,6 +149,19 @@ func planFault(seed int64, w, index int, o *FaultOptions, kinds []string, monito
 		}
 	}
 	return p
+}
+
+// nextFault is the fault following step index: the script's next entry, or a seeded draw.
+func (r *runner) nextFault(w, index, drawn int) FaultPlan {
+	o := r.cfg.Faults
+	if len(o.Script) > 0 {
+		p := o.Script[drawn%len(o.Script)]
+		if p.Hold <= 0 && lasting(p.Kind) {
+			p.Hold = o.Hold
+		}
+		return p
+	}
+	return planFault(r.cfg.Seed, w, index, o, r.faultKinds, r.target.SystemMonitor != nil)
 }
 
 // supportedKinds splits the wanted kinds into those inj can inject and the others (with why).

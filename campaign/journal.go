@@ -53,6 +53,8 @@ type StartRecord struct {
 	// Assignments lists per worker the test case IDs it runs, in order.
 	Assignments [][]string `json:"assignments"`
 	Planned     int        `json:"planned"`
+	// Faults are the fault options the campaign started with (a resume uses them again).
+	Faults *FaultOptions `json:"faults,omitempty"`
 }
 
 // Cursor is a worker's position in its assignment after a step: the next

@@ -2,9 +2,11 @@ package targets
 
 import (
 	"fmt"
-	"github.com/gauntlet-dev/gauntlet/oracles"
 	"path/filepath"
 	"time"
+
+	"github.com/gauntlet-dev/gauntlet/monitors"
+	"github.com/gauntlet-dev/gauntlet/oracles"
 )
 
 // BuiltinNames lists the built-in targets.
@@ -53,6 +55,10 @@ func Valkey(repoRoot string) (*Target, error) {
 			"spec.auth.passwordSecret.name": {"valkey-password"},
 			"spec.auth.passwordSecret.key":  {"password"},
 		},
+		// ROLE, INFO replication and CONFIG GET of every pod, and a client writing unique keys
+		// with WAIT through the client Service (the system-state, availability and durability oracles).
+		SystemMonitor: monitors.NewValkeyMonitor(monitors.ValkeyMonitorOptions{}),
+		Workload:      monitors.NewValkeyWorkload(monitors.ValkeyWorkloadOptions{}),
 		OracleConfig: oracles.Config{
 			// Operator timings leave no trace in any object.
 			Skip:          []string{"spec.failover"},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -67,6 +68,10 @@ func newRunCmd(g *globals) *cobra.Command {
 		seed                           int64
 		goTests, shared, noDiff, noMin bool
 		quietWin, timeout              time.Duration
+		faultKinds                     []string
+		faultEvery                     int
+		faultHold, minBudget           time.Duration
+		fromSeed                       bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run --target valkey|FILE [--workers N] [--seed N] [--out DIR] [--max-steps N] | --resume DIR",
@@ -80,6 +85,13 @@ A campaign killed at any point continues with --resume DIR.`,
 			cfg := campaign.Config{Workers: workers, Seed: seed, OutDir: out, MaxSteps: maxSteps, GoTests: goTests,
 				SharedCluster: shared, NoDifferential: noDiff, NoMinimize: noMin, Progress: cmd.ErrOrStderr(), Quiet: g.quiet, Logger: g.logger()}
 			cfg.Converge.Quiet, cfg.Converge.Timeout = quietWin, timeout
+			cfg.MinimizeBudget, cfg.DifferentialFromSeed = minBudget, fromSeed
+			if len(faultKinds) > 0 && !(len(faultKinds) == 1 && faultKinds[0] == "none") {
+				if len(faultKinds) == 1 && faultKinds[0] == "all" {
+					faultKinds = nil
+				}
+				cfg.Faults = &campaign.FaultOptions{Kinds: faultKinds, Every: faultEvery, Hold: faultHold}
+			}
 			if resume != "" {
 				recs, _, err := campaign.ReadJournal(filepath.Join(resume, "journal.jsonl"))
 				if err != nil {
@@ -135,6 +147,11 @@ A campaign killed at any point continues with --resume DIR.`,
 	f.BoolVar(&shared, "shared-cluster", false, "run every worker in a namespace of one cluster")
 	f.BoolVar(&noDiff, "no-differential", false, "skip differential re-runs from S0")
 	f.BoolVar(&noMin, "no-minimize", false, "skip reproducer minimization")
+	f.StringSliceVar(&faultKinds, "faults", nil, "inject faults after converged states: all, none, or kinds from "+strings.Join(campaign.DefaultFaultKinds, ","))
+	f.IntVar(&faultEvery, "fault-every", 1, "inject a fault after every Nth converged desired state")
+	f.DurationVar(&faultHold, "fault-hold", 0, "how long lasting faults (pod-failure, partitions) hold (default 8s)")
+	f.DurationVar(&minBudget, "minimize-budget", 0, "time all reproducer replays may take together (default 15m)")
+	f.BoolVar(&fromSeed, "differential-from-seed", false, "declare the seed before each differential re-run instead of creating D directly")
 	f.DurationVar(&quietWin, "quiet-window", 0, "time without changes that counts as converged (default 3s)")
 	f.DurationVar(&timeout, "converge-timeout", 0, "hard convergence timeout per step (default 5m)")
 	return cmd

@@ -347,6 +347,21 @@ func (v View) decideFailover(old *Pod) Action {
 		}
 	}
 
+	// A primary whose pod is gone or going may still run for a moment (a deletion
+	// with grace 0, a kubelet that has not killed it yet) and accept writes its
+	// replicas acknowledge: promoting one replica now would lose what the others
+	// acknowledged afterwards. Wait until no replica keeps a live link to a server
+	// that is not a serving pod; the offsets are final then. (A frozen primary
+	// accepts no writes: it is not waited for.)
+	if !bootstrap && (old == nil || old.Deleting || !old.Running) {
+		for _, p := range v.Pods {
+			if p.Observed && p.Info.Role == valkey.RoleSlave && p.Info.MasterLinkUp && !v.servingAt(p.Info.MasterHost) {
+				return Action{Kind: Wait, Reason: fmt.Sprintf("%s still replicates from %s:%d, which is not a serving pod: waiting for the old primary to stop before promoting",
+					p.Name, p.Info.MasterHost, p.Info.MasterPort)}
+			}
+		}
+	}
+
 	why := v.failoverReason(old)
 	maxDown := staleFactor * v.DownAfter
 	if old != nil && !old.DownSince.IsZero() {
@@ -408,6 +423,16 @@ func (v View) decideFailover(old *Pod) Action {
 		return Action{Kind: Record, Pod: chosen.Name, Reason: reason, Failover: !bootstrap}
 	}
 	return Action{Kind: Promote, Pod: chosen.Name, Reason: why}
+}
+
+// servingAt reports whether host is the IP of a pod that serves as a master.
+func (v View) servingAt(host string) bool {
+	for _, p := range v.Pods {
+		if p.IP == host && p.ServesAsMaster() {
+			return true
+		}
+	}
+	return false
 }
 
 func (v View) failoverReason(old *Pod) string {
