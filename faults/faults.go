@@ -28,9 +28,11 @@ const (
 	Partition Kind = "partition"
 	// APIServerPartition cuts Spec.Pods off from the API server until removed.
 	APIServerPartition Kind = "apiserver-partition"
-	// Delay adds network latency (needs netem).
+	// Delay adds Spec.Latency (± Spec.Jitter) to what Spec.Pods send, only to
+	// Spec.Peers when Peers are given (needs netem).
 	Delay Kind = "delay"
-	// Loss drops a share of packets (needs netem).
+	// Loss drops Spec.LossPercent of the packets Spec.Pods send, only of those to
+	// Spec.Peers when Peers are given (needs netem).
 	Loss Kind = "loss"
 )
 
@@ -49,12 +51,18 @@ type Spec struct {
 	// Pods are the targets; Container selects one container (default: the pod's first).
 	Pods      []string `json:"pods"`
 	Container string   `json:"container,omitempty"`
-	// Peers are the other side of a Partition.
+	// Peers are the other side of a Partition (and, optionally, of a Delay or Loss).
 	Peers []string `json:"peers,omitempty"`
 	// Grace is PodKill's grace period in seconds (nil: the pod's own).
 	Grace *int64 `json:"grace,omitempty"`
-	// Duration bounds PodFailure (0: until Remove).
+	// Duration bounds PodFailure (0: until Remove). The Chaos Mesh back end also
+	// bounds Partition, APIServerPartition, Delay and Loss with it.
 	Duration time.Duration `json:"duration,omitempty"`
+	// Latency is Delay's added delay; Jitter its random variation (0: none).
+	Latency time.Duration `json:"latency,omitempty"`
+	Jitter  time.Duration `json:"jitter,omitempty"`
+	// LossPercent is Loss's share of dropped packets, in (0, 100].
+	LossPercent float64 `json:"lossPercent,omitempty"`
 }
 
 // Validate checks that the spec names what its kind needs.

@@ -1,0 +1,28 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/gauntlet-dev/gauntlet/cluster"
+	"github.com/gauntlet-dev/gauntlet/cluster/local"
+)
+
+// For returns the fault back end for c: Native for the embedded cluster
+// (*local.Cluster), Chaos Mesh for any other cluster (kind in particular), which
+// needs Chaos Mesh installed there (ErrChaosMeshMissing, naming the fix, if not).
+// opts apply to the Chaos Mesh back end only.
+func For(ctx context.Context, c cluster.Cluster, opts ...ChaosMeshOption) (Injector, error) {
+	if c == nil {
+		return nil, errors.New("faults: For needs a cluster")
+	}
+	if lc, ok := c.(*local.Cluster); ok {
+		return NewNative(lc), nil
+	}
+	cm, err := NewChaosMesh(ctx, c.RESTConfig(), opts...)
+	if err != nil {
+		return nil, fmt.Errorf("faults: cluster %s: %w", c.Name(), err)
+	}
+	return cm, nil
+}
