@@ -49,6 +49,24 @@ type Bug struct {
 	Cases []string
 	// Expect lists the oracles expected to catch it (informational).
 	Expect []string
+	// Replicas is the seed's spec.replicas (0: Seed's two pods).
+	Replicas int64
+	// Faults is the fault script of the campaign (nil: no faults); Hold how long lasting
+	// faults hold (0: the campaign default).
+	Faults []campaign.FaultPlan
+	Hold   time.Duration
+}
+
+// Apply adapts a benchmark campaign configuration to the bug: its seed size and faults.
+func (b Bug) Apply(cfg *campaign.Config) {
+	if b.Replicas > 0 {
+		spec := Seed()
+		spec["replicas"] = b.Replicas
+		cfg.Target.Seed["spec"] = spec
+	}
+	if len(b.Faults) > 0 {
+		cfg.Faults = &campaign.FaultOptions{Script: b.Faults, Hold: b.Hold}
+	}
 }
 
 // Seed is the small desired state every benchmark campaign starts from: two
@@ -73,6 +91,16 @@ var catalog = map[string]Bug{
 		Cases: []string{"spec.config#config/change-key", "spec.config#config/add-key"}, Expect: []string{"consistency"}},
 	"05-config-edge-triggered": {Pattern: "a step skipped when the pass that should do it is cut short (level-triggering)",
 		Cases: []string{"spec.config#config/add-key", "spec.config#config/change-key"}, Expect: []string{"differential"}},
+	"06-config-not-applied-live": {Pattern: "a config key written to the ConfigMap but never applied live (OAT)",
+		Cases: []string{"spec.config#config/change-key", "spec.config#config/add-key"}, Expect: []string{"system-state"}},
+	"07-failover-lowest-offset": {Pattern: "a failover that promotes the replica with the lowest offset (OAT)",
+		Cases: []string{"spec.config#config/add-key"}, Expect: []string{"durability"},
+		Faults: []campaign.FaultPlan{{Kind: campaign.FaultContainerCrash, Role: "primary"}}},
+	"08-unreachable-primary-keeps-label": {Pattern: "a returning old primary still labelled primary (split brain, OAT)",
+		Cases: []string{"spec.config#config/add-key"}, Expect: []string{"split-brain"}, Replicas: 3, Hold: 12 * time.Second,
+		Faults: []campaign.FaultPlan{{Kind: campaign.FaultPodFailure, Role: "primary"}}},
+	"09-roll-primary-before-sync": {Pattern: "a roll that restarts the primary before its replicas are in sync (Sieve/Anvil)",
+		Cases: []string{"spec.image#image/downgrade"}, Expect: []string{"roll-safety"}, Replicas: 3},
 }
 
 // Load lists the seeded bugs under repoRoot/Dir, in name order.
@@ -98,7 +126,33 @@ func Load(repoRoot string) ([]Bug, error) {
 	return out, nil
 }
 
-// CleanCases is the union of every bug's test cases (run on the clean operator).
+// Clean is the clean operator's campaigns: the union of the fault-free bugs'
+// test cases at the small seed ("clean"), and, when bugs use faults or a larger
+// seed, the union of those bugs' cases with all their fault scripts at the
+// largest seed ("clean-faults").
+func Clean(bs []Bug) []Bug {
+	var plain, oat []Bug
+	for _, b := range bs {
+		if len(b.Faults) > 0 || b.Replicas > 0 {
+			oat = append(oat, b)
+		} else {
+			plain = append(plain, b)
+		}
+	}
+	out := []Bug{{Name: "clean", Pattern: "the clean operator", Cases: CleanCases(plain)}}
+	if len(oat) > 0 {
+		c := Bug{Name: "clean-faults", Pattern: "the clean operator under faults", Cases: CleanCases(oat)}
+		for _, b := range oat {
+			c.Faults = append(c.Faults, b.Faults...)
+			c.Replicas = max(c.Replicas, b.Replicas)
+			c.Hold = max(c.Hold, b.Hold)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// CleanCases is the union of the bugs' test cases.
 func CleanCases(bs []Bug) []string {
 	seen := map[string]bool{}
 	var out []string
@@ -321,6 +375,7 @@ func RunOne(ctx context.Context, o Options, b Bug) (row Row) {
 		row.Err = err
 		return row
 	}
+	b.Apply(&cfg)
 	cfg.NoMinimize = !o.Minimize
 	cfg.Logger = o.Log
 	if o.Progress != nil {
@@ -397,7 +452,9 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 	var rows []Row
 	if !o.SkipClean {
 		all, _ := Load(o.RepoRoot)
-		rows = append(rows, RunOne(ctx, o, Bug{Name: "clean", Pattern: "the clean operator", Cases: CleanCases(all)}))
+		for _, c := range Clean(all) {
+			rows = append(rows, RunOne(ctx, o, c))
+		}
 	}
 	for _, b := range bs {
 		if ctx.Err() != nil {
@@ -405,14 +462,22 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 		}
 		rows = append(rows, RunOne(ctx, o, b))
 	}
-	if !o.SkipClean && rows[0].Err == nil {
+	if !o.SkipClean {
 		cleanSigs := map[string]bool{}
-		for _, sigs := range rows[0].Misop {
-			for _, sg := range sigs {
-				cleanSigs[sg] = true
+		for _, r := range rows {
+			if !isClean(r.Bug) {
+				continue
+			}
+			for _, sigs := range r.Misop {
+				for _, sg := range sigs {
+					cleanSigs[sg] = true
+				}
 			}
 		}
-		for i := 1; i < len(rows); i++ {
+		for i := range rows {
+			if isClean(rows[i].Bug) {
+				continue
+			}
 			rows[i].MisopNew = map[string]int{}
 			for oracle, sigs := range rows[i].Misop {
 				for _, sg := range sigs {
@@ -430,10 +495,10 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 func WriteTable(w io.Writer, rows []Row) error {
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "bug\tcaught?\toracles\tfirst step\tsteps\ttime\texpected")
-	var clean *Row
-	for i, r := range rows {
-		if r.Bug == "clean" {
-			clean = &rows[i]
+	var cleans []Row
+	for _, r := range rows {
+		if isClean(r.Bug) {
+			cleans = append(cleans, r)
 			continue
 		}
 		caught := "no"
@@ -453,16 +518,22 @@ func WriteTable(w io.Writer, rows []Row) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if clean != nil {
+	for _, clean := range cleans {
+		var err error
 		if clean.Err != nil {
-			_, err := fmt.Fprintf(w, "clean operator: campaign failed: %v\n", clean.Err)
+			_, err = fmt.Fprintf(w, "%s operator: campaign failed: %v\n", clean.Bug, clean.Err)
+		} else {
+			_, err = fmt.Fprintf(w, "%s operator: %d alarms (goal 0) %s; %d steps in %s\n", clean.Bug, clean.Alarms, oracleList(clean.Oracles), clean.Steps, clean.Duration.Round(time.Second))
+		}
+		if err != nil {
 			return err
 		}
-		_, err := fmt.Fprintf(w, "clean operator: %d alarms (goal 0) %s; %d steps in %s\n", clean.Alarms, oracleList(clean.Oracles), clean.Steps, clean.Duration.Round(time.Second))
-		return err
 	}
 	return nil
 }
+
+// isClean reports whether a row is one of the clean operator's campaigns.
+func isClean(name string) bool { return strings.HasPrefix(name, "clean") }
 
 func oracleList(m map[string]int) string {
 	if len(m) == 0 {

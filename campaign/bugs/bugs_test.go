@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gauntlet-dev/gauntlet/campaign"
 	"github.com/gauntlet-dev/gauntlet/cluster/local"
 	"github.com/gauntlet-dev/gauntlet/targets"
 )
@@ -143,7 +144,7 @@ func TestBenchBugs(t *testing.T) {
 		switch {
 		case r.Err != nil:
 			t.Errorf("%s: campaign failed: %v", r.Bug, r.Err)
-		case r.Bug == "clean" && r.Alarms > 0:
+		case isClean(r.Bug) && r.Alarms > 0:
 			for _, g := range r.Result.Groups {
 				t.Errorf("alarm on the clean operator: %s %s: %s (steps %v)", g.Oracle, g.Signature, g.Summary, g.Steps)
 			}
@@ -174,5 +175,32 @@ func TestCaughtAndTable(t *testing.T) {
 				t.Errorf("table:\n%s\nwant it to contain %q", b.String(), tc.want)
 			}
 		})
+	}
+}
+
+func TestCleanCampaigns(t *testing.T) {
+	bs := []Bug{
+		{Name: "a", Cases: []string{"x", "y"}},
+		{Name: "b", Cases: []string{"y", "z"}, Replicas: 3, Hold: time.Second, Faults: []campaign.FaultPlan{{Kind: campaign.FaultPodKill, Role: "primary"}}},
+		{Name: "c", Cases: []string{"w"}, Replicas: 2, Hold: 5 * time.Second, Faults: []campaign.FaultPlan{{Kind: campaign.FaultPartition, Role: "replica"}}},
+	}
+	got := Clean(bs)
+	if len(got) != 2 || got[0].Name != "clean" || got[1].Name != "clean-faults" {
+		t.Fatalf("Clean = %+v, want clean and clean-faults", got)
+	}
+	if strings.Join(got[0].Cases, ",") != "x,y" || len(got[0].Faults) != 0 {
+		t.Errorf("clean = %+v, want the fault-free bugs' cases and no faults", got[0])
+	}
+	f := got[1]
+	if strings.Join(f.Cases, ",") != "w,y,z" || len(f.Faults) != 2 || f.Replicas != 3 || f.Hold != 5*time.Second {
+		t.Errorf("clean-faults = %+v, want cases w,y,z, both fault scripts, 3 replicas, hold 5s", f)
+	}
+	if got := Clean(bs[:1]); len(got) != 1 {
+		t.Errorf("without fault bugs there is one clean campaign, got %d", len(got))
+	}
+	cfg := campaign.Config{Target: &targets.Target{Seed: map[string]any{}}}
+	bs[1].Apply(&cfg)
+	if cfg.Faults == nil || len(cfg.Faults.Script) != 1 || cfg.Target.Seed["spec"].(map[string]any)["replicas"] != int64(3) {
+		t.Errorf("Apply: faults %+v, seed %v", cfg.Faults, cfg.Target.Seed)
 	}
 }
