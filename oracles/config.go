@@ -3,6 +3,7 @@ package oracles
 import (
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"strings"
 )
@@ -14,6 +15,35 @@ const (
 	NameDifferential = "differential"
 	NameRecovery     = "recovery"
 	NameStability    = "stability"
+	NameSystemState  = "system-state"
+	NameSplitBrain   = "split-brain"
+	NameAvailability = "availability"
+	NameDurability   = "durability"
+)
+
+// Defaults of the OAT-layer oracles' settings (see Config).
+const (
+	// DefaultSystemConfigPath is where a desired state declares the managed
+	// system's configuration: a map of configuration key to value.
+	DefaultSystemConfigPath = "spec.config"
+	// DefaultRoleLabel is the pod label the bundled Valkey operator publishes a
+	// member's role with (its client Service selects DefaultRolePrimaryValue).
+	DefaultRoleLabel = "valkey.gauntlet.dev/role"
+	// DefaultRolePrimaryValue is the role label's value on the primary.
+	DefaultRolePrimaryValue = "primary"
+	// DefaultMinAvailability is the least success rate of workload requests
+	// during a planned operation (an apply, recreate or rollback step without
+	// faults). A configuration change that restarts pods one at a time costs one
+	// or two failovers of about 2 s each in a transition of about 20 s, during
+	// which requests fail: 80% is what such a careful rolling change keeps; less
+	// means the operator took the service down for longer (restarting the primary
+	// before failing over, restarting every pod at once, a failover stuck waiting).
+	DefaultMinAvailability = 0.8
+	// MinAvailabilityRequests is the least number of workload requests a
+	// transition must have for its availability to be judged: with fewer, one
+	// failed request moves the rate by more than 10 points, so a figure says
+	// nothing (the rate is still returned by Availability).
+	MinAvailabilityRequests = 10
 )
 
 // Mapping tells the consistency oracle where a CR property lands in the state,
@@ -54,7 +84,8 @@ type Config struct {
 	Mappings []Mapping `json:"mappings,omitempty"`
 	// Skip lists property path patterns the consistency oracle does not judge
 	// (properties with no trace in the objects, such as operator timings; a
-	// pattern also covers the properties below it).
+	// pattern also covers the properties below it). The system-state oracle
+	// leaves out the configuration keys they cover.
 	Skip []string `json:"skip,omitempty"`
 	// MapProperties lists map-valued properties whose keys are user data
 	// (spec.config, spec.nodeSelector): keys are generalized to {*} in signatures.
@@ -69,6 +100,30 @@ type Config struct {
 	// reached and not in the reference (differential, recovery) without a finding:
 	// what Kubernetes keeps on purpose. Nil: DefaultTolerateExtra.
 	TolerateExtra []string `json:"tolerateExtra,omitempty"`
+
+	// SystemConfigPath is the field path of the desired state's configuration map
+	// (key → value) that the system-state oracle compares with the effective
+	// configuration a monitor read from every member. Empty: DefaultSystemConfigPath.
+	SystemConfigPath string `json:"systemConfigPath,omitempty"`
+	// RoleLabel is the pod label an operator publishes members' roles with, and
+	// RolePrimaryValue its value on the primary: the split-brain oracle reports two
+	// pods labelled primary at once. Empty: DefaultRoleLabel, DefaultRolePrimaryValue.
+	RoleLabel        string `json:"roleLabel,omitempty"`
+	RolePrimaryValue string `json:"rolePrimaryValue,omitempty"`
+	// DisableServiceSplitBrain turns off the split-brain oracle's check that the
+	// client Service never selects two pods at once (on by default).
+	DisableServiceSplitBrain bool `json:"disableServiceSplitBrain,omitempty"`
+	// MinAvailability is the success rate of workload requests below which a
+	// planned operation (an apply, recreate or rollback step without faults) is
+	// a finding, between 0 and 1. Zero: DefaultMinAvailability; negative: never.
+	MinAvailability float64 `json:"minAvailability,omitempty"`
+	// MinAvailabilityUnderFault is the success rate below which a step with
+	// injected faults is a finding, between 0 and 1. Zero (the default): never,
+	// the rate is only recorded (see Availability).
+	MinAvailabilityUnderFault float64 `json:"minAvailabilityUnderFault,omitempty"`
+	// DisableReadVisibility turns off the durability oracle's check that a read
+	// sees every write acknowledged before it started (on by default).
+	DisableReadVisibility bool `json:"disableReadVisibility,omitempty"`
 
 	// Custom oracles (a target's Go functions, see Func) are appended by Default.
 	Custom []Oracle `json:"-"`
@@ -112,6 +167,17 @@ func (c Config) Validate() error {
 	if err := ValidateMasks(c.Masks); err != nil {
 		errs = append(errs, fmt.Errorf("oracles: masks: %w", err))
 	}
+	if c.SystemConfigPath != "" {
+		if _, err := parsePath(c.SystemConfigPath); err != nil {
+			errs = append(errs, fmt.Errorf("oracles: system config path: %w", err))
+		}
+	}
+	if math.IsNaN(c.MinAvailability) || c.MinAvailability > 1 {
+		errs = append(errs, fmt.Errorf("oracles: min availability %v: want a rate up to 1 (0 for the default %v, negative to never alarm)", c.MinAvailability, DefaultMinAvailability))
+	}
+	if math.IsNaN(c.MinAvailabilityUnderFault) || c.MinAvailabilityUnderFault < 0 || c.MinAvailabilityUnderFault > 1 {
+		errs = append(errs, fmt.Errorf("oracles: min availability under fault %v: want a rate between 0 (never alarm) and 1", c.MinAvailabilityUnderFault))
+	}
 	for _, t := range c.TolerateExtra {
 		r, err := parseMask(t)
 		if err == nil && !r.whole {
@@ -125,7 +191,9 @@ func (c Config) Validate() error {
 }
 
 // Default returns the built-in oracles configured by cfg — health, consistency,
-// differential, recovery, stability — followed by cfg.Custom. Settings that do
+// differential, recovery, stability, and the OAT-layer system-state, split-brain,
+// availability and durability (which do nothing on transitions without monitor
+// samples or workload histories) — followed by cfg.Custom. Settings that do
 // not parse are ignored (check them with Config.Validate first). The built-in
 // oracles keep no state between calls: one set serves every worker concurrently.
 func Default(cfg Config) []Oracle {
@@ -135,6 +203,10 @@ func Default(cfg Config) []Oracle {
 		NewDifferential(cfg),
 		NewRecovery(cfg),
 		NewStability(cfg),
+		NewSystemState(cfg),
+		NewSplitBrain(cfg),
+		NewAvailability(cfg),
+		NewDurability(cfg),
 	}
 	return append(out, cfg.Custom...)
 }

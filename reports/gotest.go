@@ -8,6 +8,8 @@ import (
 	"go/format"
 	"go/token"
 	"io"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"text/template"
@@ -57,6 +59,59 @@ type Reproducer struct {
 	// the namespace's objects must stay unchanged to count as converged (5s when zero).
 	ConvergeTimeout time.Duration
 	Quiet           time.Duration
+	// Faults lists, by index into Steps, the faults each step ran with. A
+	// pod-kill (PodKillFault) is replayed by the test itself; any other kind
+	// needs Gauntlet's fault back ends, so the generated test skips, saying so.
+	Faults map[int][]ReproFault
+	// ReplayDir is the reproducer's folder as `gauntlet reproduce` takes it
+	// (<results>/alarms/N); a test that skips for a fault names it ("<dir>"
+	// when empty).
+	ReplayDir string
+}
+
+// PodKillFault is the one fault kind a generated test injects itself, with
+// plain client-go: it deletes the pods with grace period 0.
+const PodKillFault = "pod-kill"
+
+// ReproFault is a fault one step of a reproducer runs with.
+type ReproFault struct {
+	// Kind is the campaign's fault kind: "pod-kill", "container-crash",
+	// "pod-failure", "partition", "operator-crash", "operator-partition".
+	Kind string
+	// Pods are the names of the pods the recorded run hit ("cache-0"), looked
+	// up in the test's namespace; a pod-kill needs at least one.
+	Pods []string
+	// Before is set for a fault injected before the step's desired state is
+	// declared and held while it is (OAT's persistent fault, an operator crash
+	// mid-reconcile); otherwise the fault strikes the state the step converged
+	// to, and the system must converge again.
+	Before bool
+}
+
+// ReproFaultFrom turns a fault as the campaign recorded it (model.Step.Faults)
+// into a ReproFault; before is as ReproFault.Before. Pods are the pod names of
+// its targets: "primary gauntlet-w0/vk-0", "gauntlet-w0/vk-0" and "vk-0" all
+// name "vk-0". ok is false for a fault the back end could not inject
+// (Unsupported): the recorded run went without it, so the reproducer must too.
+func ReproFaultFrom(f model.Fault, before bool) (rf ReproFault, ok bool) {
+	if f.Unsupported != "" {
+		return ReproFault{}, false
+	}
+	rf = ReproFault{Kind: f.Kind, Before: before}
+	for _, t := range f.Targets {
+		fs := strings.Fields(t)
+		if len(fs) == 0 {
+			continue
+		}
+		last := fs[len(fs)-1]
+		if i := strings.LastIndexByte(last, '/'); i >= 0 {
+			last = last[i+1:]
+		}
+		if last != "" {
+			rf.Pods = append(rf.Pods, last)
+		}
+	}
+	return rf, true
 }
 
 // HealthOracle is the oracle name for which reproducers assert workload health.
@@ -85,7 +140,17 @@ func GoTestFileName(r Reproducer) string {
 // test skips when it is unset). It applies each desired state with server-side
 // apply, waits for the CR's status.observedGeneration (when the operator
 // publishes one) and for the namespace's objects to stop changing, then asserts
-// the violated invariant:
+// the violated invariant.
+//
+// Faults: a pod-kill deletes the step's pods with grace period 0 (before the
+// desired state is declared, or once it converged), waits until they are
+// replaced and Running and Ready (bounded by the convergence timeout), then
+// for the namespace to settle again. A reproducer with any other fault kind
+// yields a test that skips at once, naming the fault and `gauntlet reproduce`:
+// plain client-go cannot inject it, and a test that ran without it would pass
+// without testing anything.
+//
+// The invariants:
 //
 //   - health oracle: every pod in the namespace is Running and Ready, with no
 //     container restarts;
@@ -133,11 +198,22 @@ type goTestView struct {
 	Steps     []goStep
 	Fields    []goField
 	Health    bool
+	// Skip is the quoted t.Skip message of a test that needs a fault plain
+	// client-go cannot inject; Kills is set when a step kills pods, and
+	// FaultWaits is how many more convergence timeouts the test may take then.
+	Skip       string
+	Kills      bool
+	FaultWaits int
 }
 
 type goStep struct {
 	Recreate bool
 	Desired  []string // quoted lines, joined with +
+	// Notes describe the step's faults (line comments, values quoted);
+	// KillBefore and KillAfter are []string literals ("" when empty).
+	Notes      []string
+	KillBefore string
+	KillAfter  string
 }
 
 type goField struct {
@@ -210,6 +286,9 @@ func buildGoTestView(r Reproducer) (goTestView, error) {
 		crName = name
 		v.Steps = append(v.Steps, goStep{Recreate: recreate[i], Desired: desired})
 	}
+	if err := v.addFaults(r); err != nil {
+		return goTestView{}, err
+	}
 
 	check := r.Check
 	if r.Oracle == HealthOracle {
@@ -238,6 +317,90 @@ func buildGoTestView(r Reproducer) (goTestView, error) {
 	}
 	v.Comment = append(v.Comment, "Check:     "+strconv.Quote(check))
 	return v, nil
+}
+
+// addFaults validates r.Faults and fills in the steps' kills and notes, the
+// skip message and the extra time budget.
+func (v *goTestView) addFaults(r Reproducer) error {
+	idx := make([]int, 0, len(r.Faults))
+	for i := range r.Faults {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	for _, i := range idx {
+		if i < 0 || i >= len(r.Steps) {
+			return fmt.Errorf("faults given for step %d, outside the %d step(s)", i, len(r.Steps))
+		}
+	}
+	var needs []string
+	for _, i := range idx {
+		var before, after []string
+		for j, f := range r.Faults[i] {
+			if f.Kind == "" {
+				return fmt.Errorf("step %d fault %d: the fault kind is empty", i, j)
+			}
+			for _, p := range f.Pods {
+				if p == "" || strings.Contains(p, "/") {
+					return fmt.Errorf("step %d fault %d: %q is not a pod name: give the name alone (\"cache-0\"), the test looks it up in its own namespace", i, j, p)
+				}
+			}
+			when := "once its desired state converged"
+			if f.Before {
+				when = "before its desired state is declared"
+			}
+			note := "Fault " + strconv.Quote(f.Kind)
+			if len(f.Pods) > 0 {
+				note += fmt.Sprintf(" on pods %q", f.Pods)
+			}
+			v.Steps[i].Notes = append(v.Steps[i].Notes, note+", "+when+".")
+			if f.Kind != PodKillFault {
+				if !slices.Contains(needs, f.Kind) {
+					needs = append(needs, f.Kind)
+				}
+				continue
+			}
+			if len(f.Pods) == 0 {
+				return fmt.Errorf("step %d fault %d: a pod-kill names no pod to delete", i, j)
+			}
+			if f.Before && i == 0 {
+				return fmt.Errorf("step %d fault %d: a pod-kill before the first desired state has no pod to delete (the system does not exist yet)", i, j)
+			}
+			if f.Before {
+				before = append(before, f.Pods...)
+			} else {
+				after = append(after, f.Pods...)
+			}
+		}
+		if len(before)+len(after) > 0 {
+			v.Kills = true
+			v.FaultWaits += len(before) + len(after) + 3 // each pod's lookup, two replacement waits, the settling
+			v.Steps[i].KillBefore, v.Steps[i].KillAfter = goStrings(before), goStrings(after)
+		}
+	}
+	if len(needs) > 0 {
+		dir := r.ReplayDir
+		if dir == "" {
+			dir = "<dir>"
+		}
+		what := "the fault " + needs[0]
+		if len(needs) > 1 {
+			what = "the faults " + strings.Join(needs[:len(needs)-1], ", ") + " and " + needs[len(needs)-1]
+		}
+		v.Skip = goString("this reproducer needs " + what + ", which plain client-go cannot inject: replay it with `gauntlet reproduce " + dir + "`")
+	}
+	return nil
+}
+
+// goStrings is a []string literal ("" for none).
+func goStrings(ss []string) string {
+	if len(ss) == 0 {
+		return ""
+	}
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = goString(s)
+	}
+	return "[]string{" + strings.Join(q, ", ") + "}"
 }
 
 // desiredLiteral cleans a desired state (apiVersion and kind filled in; status
@@ -484,6 +647,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	{{- if .Kills}}
+	"k8s.io/apimachinery/pkg/types"
+	{{- end}}
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -501,7 +667,15 @@ import (
 // (the test is skipped when it is unset). GAUNTLET_NAMESPACE overrides the
 // namespace; a namespace the test creates is deleted afterwards, and so is the
 // custom resource.
+{{- if .Kills}}
+//
+// Pod-kill faults are replayed on the pods the recorded run hit: deleted with
+// grace period 0, then awaited until replaced and Running and Ready.
+{{- end}}
 func TestReproduce{{.Ident}}(t *testing.T) {
+	{{- if .Skip}}
+	t.Skip({{.Skip}})
+	{{- end}}
 	kubeconfig := os.Getenv("KUBECONFIG")
 	if kubeconfig == "" {
 		t.Skip("KUBECONFIG is not set: point it at a cluster where the operator under test runs to replay this reproducer")
@@ -520,21 +694,52 @@ func TestReproduce{{.Ident}}(t *testing.T) {
 	steps := []struct {
 		recreate bool
 		desired  string
+		{{- if .Kills}}
+		// killBefore are pods deleted before the desired state is declared,
+		// killAfter pods deleted once it converged.
+		killBefore []string
+		killAfter  []string
+		{{- end}}
 	}{
 		{{- range .Steps}}
 		{
+			{{- range .Notes}}
+			// {{.}}
+			{{- end}}
 			recreate: {{.Recreate}},
 			desired: {{range $i, $l := .Desired}}{{if $i}} +
 				{{end}}{{$l}}{{end}},
+			{{- if .KillBefore}}
+			killBefore: {{.KillBefore}},
+			{{- end}}
+			{{- if .KillAfter}}
+			killAfter: {{.KillAfter}},
+			{{- end}}
 		},
 		{{- end}}
 	}
+	{{- if .Kills}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(len(steps)+2+{{.FaultWaits}})*r.convergeTimeout)
+	defer cancel()
+	r.connect(ctx, t, kubeconfig)
+	for i, s := range steps {
+		before := r.killPods(ctx, t, i, s.killBefore)
+		r.declare(ctx, t, i, s.desired, s.recreate)
+		r.waitReplaced(ctx, t, i, before)
+		after := r.killPods(ctx, t, i, s.killAfter)
+		r.waitReplaced(ctx, t, i, after)
+		if len(before)+len(after) > 0 {
+			r.settle(ctx, t, i, s.desired)
+		}
+	}
+	{{- else}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(len(steps)+2)*r.convergeTimeout)
 	defer cancel()
 	r.connect(ctx, t, kubeconfig)
 	for i, s := range steps {
 		r.declare(ctx, t, i, s.desired, s.recreate)
 	}
+	{{- end}}
 
 	// The invariant the alarm found violated.
 	{{- range .Fields}}
@@ -905,4 +1110,215 @@ func (r *{{.Type}}) expectHealthy(ctx context.Context, t *testing.T) {
 		}
 	}
 }
+{{- if .Kills}}
+
+// {{.Type}}Kill is a pod the test deleted: its name and UID, and its
+// controller with how many of the controller's pods were ready before.
+type {{.Type}}Kill struct {
+	name        string
+	uid         string
+	owner       *metav1.OwnerReference
+	readyBefore int
+}
+
+// pods is the client for the pods of the test's namespace.
+func (r *{{.Type}}) pods() dynamic.ResourceInterface {
+	return r.client.Resource(schema.GroupVersionResource{Version: "v1", Resource: "pods"}).Namespace(r.namespace)
+}
+
+// killPods deletes the named pods with grace period 0, as the recorded run's
+// pod-kill fault did, once each exists (waiting for it at most the
+// convergence timeout).
+func (r *{{.Type}}) killPods(ctx context.Context, t *testing.T, step int, names []string) []{{.Type}}Kill {
+	t.Helper()
+	pods := r.pods()
+	var out []{{.Type}}Kill
+	for _, name := range names {
+		p := r.existingPod(ctx, t, step, name)
+		k := {{.Type}}Kill{name: name, uid: string(p.GetUID()), owner: metav1.GetControllerOf(p)}
+		if k.owner != nil {
+			n, err := r.readyOwned(ctx, k.owner.UID)
+			if err != nil {
+				t.Fatalf("step %d: %v", step, err)
+			}
+			k.readyBefore = n
+		} else {
+			t.Logf("step %d: pod %s has no controller: nothing recreates it, so the test will not wait for it", step, name)
+		}
+		zero, uid := int64(0), p.GetUID()
+		err := pods.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &uid}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Fatalf("step %d: delete pod %s with grace period 0 (the recorded run's pod-kill fault): %v", step, name, err)
+		}
+		t.Logf("step %d: pod-kill fault: deleted pod %s with grace period 0", step, name)
+		out = append(out, k)
+	}
+	return out
+}
+
+// existingPod returns the named pod once it exists and is not being deleted.
+func (r *{{.Type}}) existingPod(ctx context.Context, t *testing.T, step int, name string) *unstructured.Unstructured {
+	t.Helper()
+	pods := r.pods()
+	deadline := time.Now().Add(r.convergeTimeout)
+	for {
+		p, err := pods.Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case err == nil && p.GetDeletionTimestamp() == nil:
+			return p
+		case err != nil && !apierrors.IsNotFound(err):
+			t.Fatalf("step %d: get pod %s to inject the pod-kill fault: %v", step, name, err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("step %d: pod %s, which the recorded run's pod-kill fault hit, is not running in namespace %s after %v: the reproducer's fault does not match this system's pods; replay it with gauntlet reproduce (%s)",
+				step, name, r.namespace, r.convergeTimeout, r.alarm)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("step %d: waiting for pod %s: %v", step, name, ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// waitReplaced returns once every killed pod has been replaced: recreated
+// under its name and Running and Ready, or, when it does not come back under
+// its name, once its controller has as many pods Running and Ready as it
+// wants (spec.replicas, else as many as before the kill). A pod without a
+// controller is not waited for.
+func (r *{{.Type}}) waitReplaced(ctx context.Context, t *testing.T, step int, killed []{{.Type}}Kill) {
+	t.Helper()
+	if len(killed) == 0 {
+		return
+	}
+	deadline := time.Now().Add(r.convergeTimeout)
+	for {
+		var pending []string
+		for _, k := range killed {
+			if why := r.replaced(ctx, k); why != "" {
+				pending = append(pending, "pod "+k.name+" "+why)
+			}
+		}
+		if len(pending) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("step %d: %v after the pod-kill fault: %s (%s)", step, r.convergeTimeout, strings.Join(pending, "; "), r.alarm)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("step %d: waiting for the killed pods to be replaced: %v (%s)", step, ctx.Err(), strings.Join(pending, "; "))
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// replaced says what a killed pod still lacks to count as replaced ("" once it is).
+func (r *{{.Type}}) replaced(ctx context.Context, k {{.Type}}Kill) string {
+	p, err := r.pods().Get(ctx, k.name, metav1.GetOptions{})
+	switch {
+	case err == nil && string(p.GetUID()) == k.uid:
+		return "is still terminating"
+	case err == nil && p.GetDeletionTimestamp() != nil:
+		return "was recreated but its replacement is terminating"
+	case err == nil:
+		if phase, ready := r.podState(p); phase != "Running" || !ready {
+			return fmt.Sprintf("was recreated but is %s (ready: %v), not Running and Ready", phase, ready)
+		}
+		return ""
+	case !apierrors.IsNotFound(err):
+		return "could not be read: " + err.Error()
+	case k.owner == nil:
+		return ""
+	}
+	want, err := r.wantedReplicas(ctx, k.owner)
+	if err != nil {
+		return "is gone and its controller could not be read: " + err.Error()
+	}
+	if want < 0 {
+		want = k.readyBefore
+	}
+	ready, err := r.readyOwned(ctx, k.owner.UID)
+	if err != nil {
+		return "is gone and its controller's pods could not be listed: " + err.Error()
+	}
+	if ready < want {
+		return fmt.Sprintf("is not recreated: its controller %s %s has %d of %d pods Running and Ready", k.owner.Kind, k.owner.Name, ready, want)
+	}
+	return ""
+}
+
+// wantedReplicas is the controller's spec.replicas: 0 when the controller is
+// gone, -1 when it has no such field.
+func (r *{{.Type}}) wantedReplicas(ctx context.Context, ref *metav1.OwnerReference) (int, error) {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return 0, fmt.Errorf("controller %s %s: %w", ref.Kind, ref.Name, err)
+	}
+	m, err := r.mapper.RESTMapping(schema.GroupKind{Group: gv.Group, Kind: ref.Kind}, gv.Version)
+	if err != nil {
+		return 0, fmt.Errorf("find the resource of %s %s: %w", ref.Kind, ref.Name, err)
+	}
+	obj, err := r.client.Resource(m.Resource).Namespace(r.namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) || (err == nil && obj.GetUID() != ref.UID) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("get %s %s: %w", ref.Kind, ref.Name, err)
+	}
+	n, found, err := unstructured.NestedInt64(obj.Object, "spec", "replicas")
+	if err != nil || !found {
+		return -1, nil
+	}
+	return int(n), nil
+}
+
+// readyOwned counts the Running and Ready pods the controller owns.
+func (r *{{.Type}}) readyOwned(ctx context.Context, owner types.UID) (int, error) {
+	l, err := r.pods().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("list pods in %s: %w", r.namespace, err)
+	}
+	n := 0
+	for i := range l.Items {
+		p := &l.Items[i]
+		if ref := metav1.GetControllerOf(p); ref == nil || ref.UID != owner || p.GetDeletionTimestamp() != nil {
+			continue
+		}
+		if phase, ready := r.podState(p); phase == "Running" && ready {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// podState is the pod's phase and whether its Ready condition is True.
+func (r *{{.Type}}) podState(p *unstructured.Unstructured) (string, bool) {
+	phase, _, _ := unstructured.NestedString(p.Object, "status", "phase")
+	conds, _, _ := unstructured.NestedSlice(p.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == "Ready" && m["status"] == "True" {
+			return phase, true
+		}
+	}
+	return phase, false
+}
+
+// settle waits, after a fault, for the CR's current generation to be observed
+// and the namespace's objects to stop changing again.
+func (r *{{.Type}}) settle(ctx context.Context, t *testing.T, step int, desired string) {
+	t.Helper()
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(desired), &obj); err != nil {
+		t.Fatalf("step %d: decode the desired state: %v", step, err)
+	}
+	name := (&unstructured.Unstructured{Object: obj}).GetName()
+	crs := r.crClient(t)
+	cr, err := crs.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("step %d: get %s %s after the fault: %v (%s)", step, r.cr.Kind, name, err, r.alarm)
+	}
+	r.waitConverged(ctx, t, step, crs, name, cr.GetGeneration())
+}
+{{- end}}
 `

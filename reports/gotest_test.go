@@ -124,6 +124,39 @@ func healthReproducer() Reproducer {
 	}
 }
 
+// nastyPod is a hostile pod name (no "/", which WriteGoTest rejects in a pod name).
+var nastyPod = strings.ReplaceAll(nasty, "/", "")
+
+// podKillReproducer kills pods twice: the replica before the second desired
+// state is declared, then the primary (and a hostile name) on the converged
+// state of a fault step.
+func podKillReproducer() Reproducer {
+	r := healthReproducer()
+	r.Name = "health after pod kill"
+	spec := func(replicas int) model.Object {
+		return model.Object{"metadata": map[string]any{"name": "vk"}, "spec": map[string]any{"replicas": replicas}}
+	}
+	r.Steps = []model.Object{spec(3), spec(2), spec(2)}
+	r.Faults = map[int][]ReproFault{
+		1: {{Kind: PodKillFault, Pods: []string{"vk-2"}, Before: true}},
+		2: {{Kind: PodKillFault, Pods: []string{"vk-0", nastyPod}}},
+	}
+	r.ConvergeTimeout = 2 * time.Minute
+	return r
+}
+
+// partitionReproducer needs a partition held across its second desired state.
+func partitionReproducer() Reproducer {
+	r := healthReproducer()
+	r.Name = "health under partition"
+	r.Steps = append(r.Steps, model.Object{"metadata": map[string]any{"name": "vk"}, "spec": map[string]any{"replicas": 5}})
+	r.Faults = map[int][]ReproFault{
+		1: {{Kind: "partition", Pods: []string{"vk-2"}, Before: true}, {Kind: PodKillFault, Pods: []string{"vk-0"}}},
+	}
+	r.ReplayDir = "results/alarms/3"
+	return r
+}
+
 func generate(t *testing.T, r Reproducer) []byte {
 	t.Helper()
 	var buf bytes.Buffer
@@ -365,7 +398,8 @@ func TestGoTestFileName(t *testing.T) {
 	}
 }
 
-// TestGeneratedTestCompiles writes two generated tests into one temporary
+// TestGeneratedTestCompiles writes four generated tests (one with pod kills,
+// one that needs a partition) into one temporary
 // package inside this module (so client-go resolves through the module's own
 // go.mod) and runs go vet on it: the files compile, type-check and share a
 // package without clashing. The folder starts with "_" so that concurrent
@@ -394,7 +428,7 @@ func TestGeneratedTestCompiles(t *testing.T) {
 		}
 		_ = os.Remove("internal") // only when empty
 	})
-	for _, r := range []Reproducer{nastyReproducer(), healthReproducer()} {
+	for _, r := range []Reproducer{nastyReproducer(), healthReproducer(), podKillReproducer(), partitionReproducer()} {
 		if err := os.WriteFile(filepath.Join(rel, GoTestFileName(r)), generate(t, r), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -412,7 +446,216 @@ func TestGeneratedTestCompiles(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go test on the generated tests without KUBECONFIG: %v\n%s", err, out)
 	}
-	if n := strings.Count(string(out), "--- SKIP: TestReproduce"); n != 2 || !strings.Contains(string(out), "KUBECONFIG is not set") {
-		t.Fatalf("want both generated tests skipped for lack of KUBECONFIG, got:\n%s", out)
+	// The one that needs a partition skips for that, even with a KUBECONFIG.
+	if n := strings.Count(string(out), "--- SKIP: TestReproduce"); n != 4 || strings.Count(string(out), "KUBECONFIG is not set") != 3 ||
+		strings.Count(string(out), "needs the fault partition, which plain client-go cannot inject") != 1 {
+		t.Fatalf("want four generated tests skipped (three for lack of KUBECONFIG, one for its partition), got:\n%s", out)
+	}
+	cmd = exec.Command(goBin, "test", "-count=1", "-v", "-run", "TestReproduceHealthUnderPartition", "./"+rel)
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=readonly", "GOWORK=off", "KUBECONFIG=/nonexistent/kubeconfig")
+	out, err = cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- SKIP: TestReproduceHealthUnderPartition") || !strings.Contains(string(out), "gauntlet reproduce results/alarms/3") {
+		t.Fatalf("the partition reproducer did not skip with a KUBECONFIG set: %v\n%s", err, out)
+	}
+}
+
+// testFunc parses generated source and returns its TestReproduce function.
+func testFunc(t *testing.T, src []byte) *ast.FuncDecl {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), "gen_test.go", src, parser.ParseComments)
+	if err != nil {
+		t.Fatalf("generated source does not parse: %v\n%s", err, src)
+	}
+	for _, d := range f.Decls {
+		if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil && strings.HasPrefix(fn.Name.Name, "TestReproduce") {
+			return fn
+		}
+	}
+	t.Fatal("no TestReproduce function")
+	return nil
+}
+
+// skipMessage is the message of the t.Skip call that opens fn, if it does.
+func skipMessage(t *testing.T, fn *ast.FuncDecl) (string, bool) {
+	t.Helper()
+	es, ok := fn.Body.List[0].(*ast.ExprStmt)
+	if !ok {
+		return "", false
+	}
+	call, ok := es.X.(*ast.CallExpr)
+	if !ok {
+		return "", false
+	}
+	sel, ok := call.Fun.(*ast.SelectorExpr)
+	if !ok || sel.Sel.Name != "Skip" || len(call.Args) != 1 {
+		return "", false
+	}
+	lit, ok := call.Args[0].(*ast.BasicLit)
+	if !ok {
+		t.Fatalf("t.Skip's argument is not a literal")
+	}
+	msg, err := strconv.Unquote(lit.Value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return msg, true
+}
+
+func TestWriteGoTestFaults(t *testing.T) {
+	const cannot = ", which plain client-go cannot inject: replay it with `gauntlet reproduce "
+	tests := []struct {
+		name     string
+		r        Reproducer
+		skip     string // "" when the test must not skip
+		kills    bool
+		contains []string
+	}{
+		{
+			name:  "pod kills run with client-go",
+			r:     podKillReproducer(),
+			kills: true,
+			contains: []string{
+				"killBefore: []string{\"vk-2\"},",
+				"killAfter: []string{\"vk-0\", " + strconv.Quote(nastyPod) + "},",
+				"before := r.killPods(ctx, t, i, s.killBefore)",
+				"GracePeriodSeconds: &zero",
+				`"k8s.io/apimachinery/pkg/types"`,
+				"time.Duration(len(steps)+2+" + strconv.Itoa(1+3+2+3) + ")*r.convergeTimeout",
+				"// Fault \"pod-kill\" on pods [\"vk-2\"], before its desired state is declared.",
+			},
+		},
+		{
+			name:     "a partition skips, honestly",
+			r:        partitionReproducer(),
+			skip:     "this reproducer needs the fault partition" + cannot + "results/alarms/3`",
+			kills:    true,
+			contains: []string{"// Fault \"partition\" on pods [\"vk-2\"], before its desired state is declared."},
+		},
+		{
+			name: "several kinds, no replay folder",
+			r: func() Reproducer {
+				r := partitionReproducer()
+				r.ReplayDir = ""
+				r.Faults[0] = []ReproFault{{Kind: "operator-crash", Before: true}, {Kind: "partition"}}
+				r.Faults[1] = []ReproFault{{Kind: nasty}}
+				return r
+			}(),
+			skip:     "this reproducer needs the faults operator-crash, partition and " + nasty + cannot + "<dir>`",
+			contains: []string{"// Fault \"operator-crash\", before its desired state is declared."},
+		},
+		{
+			name: "no fault",
+			r:    healthReproducer(),
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			src := generate(t, tc.r)
+			fn := testFunc(t, src)
+			msg, skipped := skipMessage(t, fn)
+			if skipped != (tc.skip != "") || msg != tc.skip {
+				t.Errorf("test opens with t.Skip(%q) (%v), want %q", msg, skipped, tc.skip)
+			}
+			if got := strings.Contains(string(src), "func (r *reproduce"+camel(tc.r.Name)+") killPods("); got != tc.kills {
+				t.Errorf("pod-kill helpers generated: %v, want %v", got, tc.kills)
+			}
+			for _, want := range tc.contains {
+				if !strings.Contains(string(src), want) {
+					t.Errorf("generated test lacks %q", want)
+				}
+			}
+			wantSkips := 1 // KUBECONFIG unset
+			if tc.skip != "" {
+				wantSkips++
+			}
+			if n := strings.Count(string(src), "t.Skip("); n != wantSkips {
+				t.Errorf("%d t.Skip calls, want %d (the KUBECONFIG one, and the fault's as the first statement)", n, wantSkips)
+			}
+		})
+	}
+	// The hostile pod name comes back intact from its literal.
+	src := generate(t, podKillReproducer())
+	var found bool
+	ast.Inspect(testFunc(t, src), func(n ast.Node) bool {
+		if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+			if v, err := strconv.Unquote(lit.Value); err == nil && v == nastyPod {
+				found = true
+			}
+		}
+		return true
+	})
+	if !found {
+		t.Error("the hostile pod name is not a literal of the generated test")
+	}
+}
+
+func TestWriteGoTestFaultErrors(t *testing.T) {
+	tests := []struct {
+		name   string
+		faults map[int][]ReproFault
+		want   string
+	}{
+		{"step out of range", map[int][]ReproFault{5: {{Kind: PodKillFault, Pods: []string{"vk-0"}}}}, "outside the 2 step(s)"},
+		{"negative step", map[int][]ReproFault{-1: {{Kind: "partition"}}}, "outside"},
+		{"no kind", map[int][]ReproFault{1: {{Pods: []string{"vk-0"}}}}, "kind is empty"},
+		{"kill without pods", map[int][]ReproFault{1: {{Kind: PodKillFault}}}, "names no pod"},
+		{"namespaced pod", map[int][]ReproFault{1: {{Kind: PodKillFault, Pods: []string{"gauntlet-w0/vk-0"}}}}, "not a pod name"},
+		{"empty pod", map[int][]ReproFault{1: {{Kind: "partition", Pods: []string{""}}}}, "not a pod name"},
+		{"kill before anything exists", map[int][]ReproFault{0: {{Kind: PodKillFault, Pods: []string{"vk-0"}, Before: true}}}, "before the first desired state"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := partitionReproducer()
+			r.Faults = tc.faults
+			var buf bytes.Buffer
+			err := WriteGoTest(&buf, r)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("WriteGoTest = %v, want an error containing %q", err, tc.want)
+			}
+			if buf.Len() != 0 {
+				t.Fatal("wrote output despite the error")
+			}
+		})
+	}
+}
+
+func TestReproFaultFrom(t *testing.T) {
+	tests := []struct {
+		in     model.Fault
+		before bool
+		want   ReproFault
+		ok     bool
+	}{
+		{model.Fault{Kind: "pod-kill", Targets: []string{"primary gauntlet-w0/vk-0"}}, false, ReproFault{Kind: "pod-kill", Pods: []string{"vk-0"}}, true},
+		{model.Fault{Kind: "partition", Targets: []string{"gauntlet-w0/vk-1", "vk-2", " "}, Persistent: true}, true, ReproFault{Kind: "partition", Pods: []string{"vk-1", "vk-2"}, Before: true}, true},
+		{model.Fault{Kind: "operator-crash", Targets: []string{"operator gauntlet-system/op-7d9"}}, true, ReproFault{Kind: "operator-crash", Pods: []string{"op-7d9"}, Before: true}, true},
+		{model.Fault{Kind: "pod-failure", Targets: []string{"replica ns/vk-1"}, Unsupported: "no"}, false, ReproFault{}, false},
+	}
+	for _, tc := range tests {
+		got, ok := ReproFaultFrom(tc.in, tc.before)
+		if ok != tc.ok || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("ReproFaultFrom(%+v) = %+v, %v; want %+v, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+const podKillGolden = "testdata/reproduce_podkill_test.go.golden"
+
+// TestWriteGoTestPodKillGolden pins a generated test with pod kills for review.
+func TestWriteGoTestPodKillGolden(t *testing.T) {
+	r := podKillReproducer()
+	r.Faults[2][0].Pods = []string{"vk-0"} // keep the golden file readable
+	got := generate(t, r)
+	if *update {
+		if err := os.WriteFile(podKillGolden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(podKillGolden)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("generated test differs from %s (run with -update if intended):\n%s", podKillGolden, firstDiff(string(want), string(got)))
 	}
 }

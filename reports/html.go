@@ -102,7 +102,32 @@ type timelineRow struct {
 	Overhead string
 	Changed  string
 	Class    string
+	Faults   []faultView
+	Avail    availView
 }
+
+// faultView is one fault as the timeline table and the alarm groups show it.
+type faultView struct {
+	Kind        string
+	Targets     string
+	Persistent  bool
+	Held        string
+	Unsupported string
+	Title       string
+}
+
+// availView is a step's workload availability: "62.5%" over Requests, Low
+// below lowAvailability.
+type availView struct {
+	Show     bool
+	Percent  string
+	Requests int
+	Low      bool
+	Title    string
+}
+
+// lowAvailability is the success rate below which the report highlights a step.
+const lowAvailability = 0.8
 
 type groupView struct {
 	AlarmGroup
@@ -115,6 +140,11 @@ type groupView struct {
 	Occurrences []occurrenceView
 	Desired     string
 	DesiredStep string
+	// Reasons are the harness's misoperation labels of the group's steps
+	// (distinct, in step order); Faults the faults of its first step.
+	Reasons   []string
+	Faults    []faultView
+	FaultStep stepLink
 }
 
 type evidenceView struct {
@@ -162,6 +192,18 @@ type laneView struct {
 	Y, H   int
 	LabelY int
 	Bars   []barView
+	Marks  []faultMark
+}
+
+// faultMark marks a fault on the chart: a triangle at its injection, and for a
+// fault that held, a band from injection to removal along the lane's top.
+type faultMark struct {
+	Points       string
+	BandX, BandW string
+	BandY        int
+	Class        string
+	Href         string
+	Title        string
 }
 
 type barView struct {
@@ -202,6 +244,21 @@ func buildView(s Summary, d Details) htmlView {
 		{Label: "harness overhead p50 / p95", Value: fmt.Sprintf("%s / %s", fmtDur(s.HarnessOverhead.P50.D()), fmtDur(s.HarnessOverhead.P95.D()))},
 		{Label: "workers", Value: strconv.Itoa(s.Workers)},
 	}
+	if s.FaultSteps > 0 || s.FaultsUnsupported > 0 {
+		val := strconv.Itoa(s.FaultSteps)
+		if s.FaultsUnsupported > 0 {
+			val += fmt.Sprintf(" (%d unsupported)", s.FaultsUnsupported)
+		}
+		v.Stats = append(v.Stats, stat{Label: "fault steps", Value: val, Class: cond(s.FaultsUnsupported > 0, "warn", ""), Href: "#timeline"})
+	}
+	if s.MinAvailability != nil {
+		st := stat{Label: "lowest availability", Value: fmtPercent(*s.MinAvailability), Class: cond(*s.MinAvailability < lowAvailability, "bad", "good")}
+		if s.MinAvailabilityStep != "" {
+			st.Value += " at " + s.MinAvailabilityStep
+			st.Href = "#" + stepAnchor(s.MinAvailabilityStep)
+		}
+		v.Stats = append(v.Stats, st)
+	}
 	v.Coverage = coverageView{
 		Percent:  fmt.Sprintf("%.1f", cov.Percent()),
 		BarWidth: strconv.FormatFloat(math.Round(cov.Percent()*10)/10, 'f', -1, 64),
@@ -228,6 +285,11 @@ func buildView(s Summary, d Details) htmlView {
 			r.Converge = "timed out"
 		}
 		r.Class = stepClass(e)
+		if len(e.Faults) > 0 {
+			r.Class += " faulted"
+		}
+		r.Faults = faultViews(e)
+		r.Avail = buildAvail(e)
 		v.Timeline = append(v.Timeline, r)
 	}
 	v.Chart = buildChart(s, tl)
@@ -240,11 +302,15 @@ func buildView(s Summary, d Details) htmlView {
 		k := groupKey(f.Misoperation, sig)
 		occ[k] = append(occ[k], f)
 	}
+	steps := map[string]TimelineEntry{}
+	for _, e := range tl {
+		steps[e.ID()] = e
+	}
 	for i, g := range s.Alarms {
-		v.Bugs = append(v.Bugs, buildGroupView(g, i+1, "alarm", occ, d.Desired))
+		v.Bugs = append(v.Bugs, buildGroupView(g, i+1, "alarm", occ, d.Desired, steps))
 	}
 	for i, g := range s.Misoperations {
-		v.Misops = append(v.Misops, buildGroupView(g, i+1, "misop", occ, d.Desired))
+		v.Misops = append(v.Misops, buildGroupView(g, i+1, "misop", occ, d.Desired, steps))
 	}
 	return v
 }
@@ -253,7 +319,7 @@ func groupKey(misop bool, sig string) string {
 	return strconv.FormatBool(misop) + "\x00" + sig
 }
 
-func buildGroupView(g AlarmGroup, n int, prefix string, occ map[string][]model.Finding, desired map[string]model.Object) groupView {
+func buildGroupView(g AlarmGroup, n int, prefix string, occ map[string][]model.Finding, desired map[string]model.Object, steps map[string]TimelineEntry) groupView {
 	gv := groupView{AlarmGroup: g, Number: n, Anchor: fmt.Sprintf("%s-%d", prefix, n), Class: cond(g.Misoperation, "misop", "bug")}
 	gv.StepLinks, gv.MoreSteps = links(g.Steps, 12)
 	for _, e := range g.Evidence {
@@ -273,8 +339,89 @@ func buildGroupView(g AlarmGroup, n int, prefix string, occ map[string][]model.F
 			gv.Desired = prettyValue(obj)
 			gv.DesiredStep = g.Steps[0]
 		}
+		if e, ok := steps[g.Steps[0]]; ok && len(e.Faults) > 0 {
+			gv.Faults = faultViews(e)
+			gv.FaultStep = stepLink{ID: e.ID(), Href: "#" + stepAnchor(e.ID())}
+		}
+	}
+	seen := map[string]bool{}
+	for _, id := range g.Steps {
+		if r := steps[id].MisoperationReason; r != "" && !seen[r] {
+			seen[r] = true
+			gv.Reasons = append(gv.Reasons, r)
+		}
 	}
 	return gv
+}
+
+func faultViews(e TimelineEntry) []faultView {
+	var out []faultView
+	for _, f := range e.Faults {
+		fv := faultView{Kind: f.Kind, Targets: strings.Join(f.Targets, ", "), Persistent: f.Persistent, Unsupported: f.Unsupported}
+		if h := f.Held(); h > 0 {
+			fv.Held = fmtDur(h)
+		}
+		fv.Title = faultTitle(e, f)
+		out = append(out, fv)
+	}
+	return out
+}
+
+// faultTitle describes a fault in one line: kind, targets, timing.
+func faultTitle(e TimelineEntry, f FaultEntry) string {
+	t := f.Kind
+	if len(f.Targets) > 0 {
+		t += " on " + strings.Join(f.Targets, ", ")
+	}
+	if f.Unsupported != "" {
+		return t + ": not injected (unsupported: " + f.Unsupported + ")"
+	}
+	if !f.Injected.IsZero() && !e.Started.IsZero() {
+		t += ", injected " + signedDur(f.Injected.Sub(e.Started)) + " after the step started"
+	}
+	h := f.Held()
+	switch {
+	case f.Persistent && h > 0:
+		t += ", held across the desired state (" + fmtDur(h) + ")"
+	case f.Persistent:
+		t += ", struck while the desired state was declared"
+	case h > 0:
+		t += ", held " + fmtDur(h) + " on the converged state"
+	default:
+		t += ", on the converged state"
+	}
+	return t
+}
+
+// signedDur is fmtDur with a sign for negative durations ("-1.2s").
+func signedDur(d time.Duration) string {
+	if d < 0 {
+		return "-" + fmtDur(-d)
+	}
+	return "+" + fmtDur(d)
+}
+
+func buildAvail(e TimelineEntry) availView {
+	if e.Availability == nil {
+		return availView{}
+	}
+	rate := *e.Availability
+	a := availView{Show: true, Percent: fmtPercent(rate), Requests: e.Requests, Low: rate < lowAvailability}
+	a.Title = "workload success rate during the transition"
+	if e.Requests > 0 {
+		ok := int(math.Round(rate * float64(e.Requests)))
+		a.Title += fmt.Sprintf(": %d of %d request(s) succeeded", ok, e.Requests)
+	}
+	if a.Low {
+		a.Title += fmt.Sprintf(" (below %s)", fmtPercent(lowAvailability))
+	}
+	return a
+}
+
+// fmtPercent writes a rate (0..1) as a percentage to 0.1, rounded down so that
+// a rate below 1 never reads 100%.
+func fmtPercent(rate float64) string {
+	return strconv.FormatFloat(math.Floor(rate*1000+1e-9)/10, 'f', 1, 64) + "%"
 }
 
 func buildEvidence(e model.Evidence) evidenceView {
@@ -322,6 +469,8 @@ const (
 	laneGap     = 10
 	chartBottom = 34
 	minBarWidth = 2.0
+	// faultMarkSize is the width and height of a fault's triangle.
+	faultMarkSize = 8
 )
 
 func buildChart(s Summary, tl []TimelineEntry) chartView {
@@ -426,17 +575,61 @@ func buildChart(s Summary, tl []TimelineEntry) chartView {
 				title += fmt.Sprintf(", %d finding(s)", e.Findings)
 			}
 			if e.Misoperation {
-				title += " (misoperation)"
+				title += " (misoperation"
+				if e.MisoperationReason != "" {
+					title += ": " + e.MisoperationReason
+				}
+				title += ")"
+			}
+			if e.Availability != nil {
+				title += fmt.Sprintf(", availability %s over %d request(s)", fmtPercent(*e.Availability), e.Requests)
+			}
+			for _, f := range e.Faults {
+				title += "; fault: " + faultTitle(e, f)
+			}
+			class := "bar " + stepClass(e)
+			if len(e.Faults) > 0 {
+				class += " faulted"
 			}
 			lane.Bars = append(lane.Bars, barView{
 				X:     fmtF(x),
 				Y:     fmtF(float64(y+laneHeight) - h),
 				W:     fmtF(wd),
 				H:     fmtF(h),
-				Class: "bar " + stepClass(e),
+				Class: class,
 				Href:  "#" + stepAnchor(e.ID()),
 				Title: title,
 			})
+			// Fault marks: at the injection time when the chart is timed and
+			// the fault was injected, else along the bar's start.
+			for fi, f := range e.Faults {
+				mx := x + float64(fi)*faultMarkSize
+				var bandX, bandW float64
+				if timed && f.Unsupported == "" && !f.Injected.IsZero() {
+					mx = clampF(xOf(f.Injected), float64(chartLeft), float64(chartLeft)+plotW)
+					if !f.Removed.IsZero() && f.Removed.After(f.Injected) {
+						bandX = mx
+						bandW = max(clampF(xOf(f.Removed), float64(chartLeft), float64(chartLeft)+plotW)-mx, 1)
+					}
+				}
+				m := faultMark{
+					Points: fmtF(mx-faultMarkSize/2) + "," + strconv.Itoa(y) + " " + fmtF(mx+faultMarkSize/2) + "," + strconv.Itoa(y) + " " + fmtF(mx) + "," + strconv.Itoa(y+faultMarkSize),
+					BandY:  y,
+					Class:  "fmark",
+					Href:   "#" + stepAnchor(e.ID()),
+					Title:  e.ID() + " fault: " + faultTitle(e, f),
+				}
+				if bandW > 0 {
+					m.BandX, m.BandW = fmtF(bandX), fmtF(bandW)
+				}
+				if f.Unsupported != "" {
+					m.Class += " unsupported"
+				}
+				if f.Persistent {
+					m.Class += " persistent"
+				}
+				lane.Marks = append(lane.Marks, m)
+			}
 		}
 		c.Lanes = append(c.Lanes, lane)
 	}
@@ -507,6 +700,8 @@ func cond(b bool, yes, no string) string {
 	}
 	return no
 }
+
+func clampF(f, lo, hi float64) float64 { return math.Min(math.Max(f, lo), hi) }
 
 func fmtF(f float64) string { return strconv.FormatFloat(math.Round(f*10)/10, 'f', -1, 64) }
 

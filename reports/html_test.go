@@ -40,6 +40,18 @@ func goldenSummary(t *testing.T) Summary {
 	s.Alarms[1].Reproducer = "alarms/2" + pwn
 	s.Timeline[3].TestCase = pwn
 	s.Coverage.Properties[0].Path += pwn
+	for i := range s.Timeline {
+		e := &s.Timeline[i]
+		switch e.ID() {
+		case "w0/s7":
+			e.MisoperationReason += pwn
+		case "w0/s9":
+			e.Faults[0].Targets = append(e.Faults[0].Targets, pwn)
+		case "w1/s5":
+			e.Faults[0].Unsupported += pwn
+			e.Faults[0].Kind += pwn
+		}
+	}
 	return s
 }
 
@@ -204,6 +216,7 @@ func checkReportStructure(t *testing.T, doc *html.Node, s Summary) {
 	if len(trs) != len(s.Timeline) {
 		t.Errorf("timeline table has %d step rows, want %d", len(trs), len(s.Timeline))
 	}
+	checkFaultsAndAvailability(t, doc, s)
 	// Self-contained: one inline script, one inline style, nothing fetched.
 	if n := len(find(doc, isElem(atom.Script))); n != 1 {
 		t.Errorf("%d <script> elements, want exactly the report's own (campaign strings must be escaped)", n)
@@ -273,6 +286,11 @@ func TestWriteHTMLEmpty(t *testing.T) {
 			t.Errorf("empty report lacks %q", want)
 		}
 	}
+	for _, unwanted := range []string{"fault steps", "lowest availability"} {
+		if strings.Contains(buf.String(), unwanted) {
+			t.Errorf("a report without faults or workload shows %q", unwanted)
+		}
+	}
 }
 
 // TestReportInChromium opens the report in headless Chromium and checks, in the
@@ -336,4 +354,158 @@ func TestReportInChromium(t *testing.T) {
 		t.Fatalf("a campaign string ran as code in the browser (data-pwned=%s)", v)
 	}
 	checkReportStructure(t, doc, s)
+}
+
+// checkFaultsAndAvailability checks the OAT layer's columns, chart marks,
+// summary cards and misoperation reasons.
+func checkFaultsAndAvailability(t *testing.T, doc *html.Node, s Summary) {
+	t.Helper()
+	table := byID(doc, "timeline-table")
+	if table == nil {
+		t.Fatal("no timeline table")
+	}
+	var heads []string
+	for _, th := range find(table, isElem(atom.Th)) {
+		heads = append(heads, textOf(th))
+	}
+	if got := strings.Join(heads, "|"); !strings.Contains(got, "|faults|availability|") {
+		t.Errorf("timeline columns %q lack faults and availability", got)
+	}
+	row := func(id string) *html.Node {
+		r := byID(doc, stepAnchor(id))
+		if r == nil {
+			t.Fatalf("no timeline row for %s", id)
+		}
+		return r
+	}
+	cell := func(r *html.Node, class string) *html.Node {
+		cs := find(r, func(n *html.Node) bool { return n.DataAtom == atom.Td && hasClass(n, class) })
+		if len(cs) != 1 {
+			t.Fatalf("row %s has %d cells of class %s", func() string { v, _ := attr(r, "id"); return v }(), len(cs), class)
+		}
+		return cs[0]
+	}
+	faulted := 0
+	for _, e := range s.Timeline {
+		r := row(e.ID())
+		faults := find(cell(r, "faults"), func(n *html.Node) bool { return n.DataAtom == atom.Div && hasClass(n, "fault") })
+		if len(faults) != len(e.Faults) {
+			t.Errorf("%s shows %d faults, want %d", e.ID(), len(faults), len(e.Faults))
+		}
+		if hasClass(r, "faulted") != (len(e.Faults) > 0) {
+			t.Errorf("%s faulted class = %v with %d faults", e.ID(), hasClass(r, "faulted"), len(e.Faults))
+		}
+		if len(e.Faults) > 0 {
+			faulted++
+		}
+		av := cell(r, "avail")
+		switch {
+		case e.Availability == nil:
+			if strings.TrimSpace(textOf(av)) != "" {
+				t.Errorf("%s shows availability %q without a workload", e.ID(), textOf(av))
+			}
+		default:
+			want := fmtPercent(*e.Availability) + " (" + strconv.Itoa(e.Requests) + " req.)"
+			if textOf(av) != want {
+				t.Errorf("%s availability %q, want %q", e.ID(), textOf(av), want)
+			}
+			if hasClass(av, "low") != (*e.Availability < 0.8) {
+				t.Errorf("%s availability %v highlighted = %v", e.ID(), *e.Availability, hasClass(av, "low"))
+			}
+		}
+	}
+	if faulted != s.FaultSteps {
+		t.Errorf("%d rows with faults, summary counts %d", faulted, s.FaultSteps)
+	}
+	// The held partition, the unsupported fault (warning style), the kill.
+	if txt := textOf(cell(row("w0/s9"), "faults")); !strings.Contains(txt, "partition") || !strings.Contains(txt, "held across the desired state (8s)") || !strings.Contains(txt, "replica gauntlet-w0/vk-2") {
+		t.Errorf("w0/s9 faults read %q", txt)
+	}
+	unsup := find(cell(row("w1/s5"), "faults"), func(n *html.Node) bool { return hasClass(n, "unsup") })
+	if len(unsup) != 1 || !strings.HasPrefix(textOf(unsup[0]), "unsupported: pod-failure: the cluster back end cannot inject pod-failure") {
+		t.Errorf("w1/s5: no unsupported warning")
+	}
+	if txt := textOf(cell(row("w0/s6"), "faults")); !strings.Contains(txt, "pod-kill") || strings.Contains(txt, "held") || strings.Contains(txt, "declared") {
+		t.Errorf("w0/s6 faults read %q", txt)
+	}
+	if txt := textOf(cell(row("w1/s4"), "faults")); !strings.Contains(txt, "operator-crash") || !strings.Contains(txt, "struck while the desired state was declared") {
+		t.Errorf("w1/s4 faults read %q", txt)
+	}
+	// The harness's misoperation reason, in the row and in the misoperation group.
+	var reason string
+	for _, e := range s.Timeline {
+		if e.ID() == "w0/s7" {
+			reason = e.MisoperationReason
+		}
+	}
+	rs := find(row("w0/s7"), func(n *html.Node) bool { return hasClass(n, "reason") })
+	if reason == "" || len(rs) != 1 || textOf(rs[0]) != reason {
+		t.Errorf("w0/s7 shows no misoperation reason %q", reason)
+	}
+	mis := byID(doc, "misoperations")
+	if rs := find(mis, func(n *html.Node) bool { return hasClass(n, "reason") }); len(rs) != 1 || textOf(rs[0]) != reason {
+		t.Errorf("misoperation group does not show the harness's reason")
+	}
+	// The chart: one mark per fault, linked to its step; a band for the held
+	// partition; faulted bars outlined; the unsupported fault marked as such.
+	chart := byID(doc, "timeline-chart")
+	marks := find(chart, func(n *html.Node) bool { return n.Data == "g" && hasClass(n, "fmark") })
+	total := 0
+	for _, e := range s.Timeline {
+		total += len(e.Faults)
+	}
+	if len(marks) != total || total == 0 {
+		t.Errorf("chart has %d fault marks, want %d", len(marks), total)
+	}
+	for _, m := range marks {
+		href, _ := attr(m.Parent, "href")
+		if !strings.HasPrefix(href, "#step-") || byID(doc, strings.TrimPrefix(href, "#")) == nil {
+			t.Errorf("fault mark links to %q, which is no step row", href)
+		}
+		if len(find(m, func(n *html.Node) bool { return n.Data == "polygon" && hasClass(n, "marker") })) != 1 {
+			t.Error("fault mark without its triangle")
+		}
+	}
+	if n := len(find(chart, func(n *html.Node) bool { return n.Data == "rect" && hasClass(n, "band") })); n != 1 {
+		t.Errorf("chart has %d held-fault bands, want 1 (the partition)", n)
+	}
+	if n := len(find(chart, func(n *html.Node) bool { return hasClass(n, "fmark") && hasClass(n, "unsupported") })); n != s.FaultsUnsupported {
+		t.Errorf("chart marks %d unsupported faults, want %d", n, s.FaultsUnsupported)
+	}
+	if n := len(find(chart, func(n *html.Node) bool { return n.Data == "rect" && hasClass(n, "bar") && hasClass(n, "faulted") })); n != s.FaultSteps {
+		t.Errorf("chart outlines %d bars, want %d fault steps", n, s.FaultSteps)
+	}
+	// Summary cards.
+	cards := map[string]*html.Node{}
+	for _, c := range find(doc, func(n *html.Node) bool { return hasClass(n, "stat") }) {
+		for _, l := range find(c, func(n *html.Node) bool { return hasClass(n, "label") }) {
+			cards[textOf(l)] = c
+		}
+	}
+	if c := cards["fault steps"]; c == nil || !strings.Contains(textOf(c), "5 (1 unsupported)") {
+		t.Error("no fault steps card reading 5 (1 unsupported)")
+	}
+	c := cards["lowest availability"]
+	if c == nil || !strings.Contains(textOf(c), "62.5% at w1/s9") || !hasClass(c, "bad") {
+		t.Fatal("no lowest availability card reading 62.5% at w1/s9, marked bad")
+	}
+	if href, _ := attr(c, "href"); href != "#"+stepAnchor("w1/s9") {
+		t.Errorf("lowest availability card links to %q", href)
+	}
+}
+
+func TestFmtPercent(t *testing.T) {
+	tests := []struct {
+		in   float64
+		want string
+	}{
+		{1, "100.0%"}, {0, "0.0%"}, {0.625, "62.5%"}, {0.29, "29.0%"}, {0.8, "80.0%"},
+		{0.99996, "99.9%"}, // never 100% while a request failed
+		{0.7, "70.0%"},
+	}
+	for _, tc := range tests {
+		if got := fmtPercent(tc.in); got != tc.want {
+			t.Errorf("fmtPercent(%v) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
 }

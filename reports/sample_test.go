@@ -25,8 +25,11 @@ const (
 )
 
 // sampleInput is a small but complete campaign: two workers, a seed step each,
-// applies, a rollback, a fault, a differential re-run, a timeout, a bug seen on
-// several steps of both workers, a misoperation alarm, and nasty strings.
+// applies, a rollback, fault steps (a pod kill, a container crash), a partition
+// held across a desired state, an operator crash mid-reconcile, an unsupported
+// fault, workload availability on several steps (one below 80%), a differential
+// re-run, a timeout, a bug seen on several steps of both workers, a
+// misoperation alarm with the harness's reason, and nasty strings.
 func sampleInput() BuildInput {
 	in := BuildInput{
 		CampaignID:   "c-20260314-020000-" + "a1b2",
@@ -56,6 +59,11 @@ func sampleInput() BuildInput {
 		converge time.Duration
 		timeout  bool
 		misop    bool
+		reason   string
+		// faults are relative to the step's start: injected at inj, removed at rem (when > 0).
+		faults []sampleFault
+		avail  float64 // 0: no workload ran
+		req    int
 	}
 	plans := [][]st{
 		{ // worker 0
@@ -65,25 +73,31 @@ func sampleInput() BuildInput {
 			{kind: model.StepApply, tc: "exporter-on", changed: []string{"spec.exporter.enabled"}, converge: 22 * time.Second},
 			{kind: model.StepApply, tc: "exporter-off", changed: []string{"spec.exporter.enabled"}, converge: 9 * time.Second},
 			{kind: model.StepRollback, changed: []string{"spec.exporter.enabled"}, converge: 8 * time.Second},
-			{kind: model.StepFault, converge: 27 * time.Second},
-			{kind: model.StepApply, tc: "replicas-1000", changed: []string{"spec.replicas"}, timeout: true, misop: true},
+			{kind: model.StepFault, converge: 27 * time.Second, avail: 0.9, req: 120,
+				faults: []sampleFault{{kind: "pod-kill", target: "primary gauntlet-w0/vk-0", inj: 300 * time.Millisecond}}},
+			{kind: model.StepApply, tc: "replicas-1000", changed: []string{"spec.replicas"}, timeout: true, misop: true,
+				reason: "spec.replicas=1000 asks for more memory than the cluster's nodes have"},
 			{kind: model.StepRollback, changed: []string{"spec.replicas"}, converge: 31 * time.Second},
-			{kind: model.StepApply, tc: "svc-annotations-nasty", changed: []string{"spec.service.annotations"}, converge: 2 * time.Second},
+			{kind: model.StepApply, tc: "svc-annotations-nasty", changed: []string{"spec.service.annotations"}, converge: 2 * time.Second, avail: 0.95, req: 80,
+				faults: []sampleFault{{kind: "partition", target: "replica gauntlet-w0/vk-2", persistent: true, rem: 8 * time.Second}}},
 			{kind: model.StepApply, tc: "pdb-1", changed: []string{"spec.pdb.minAvailable"}, converge: 3 * time.Second},
 			{kind: model.StepDifferential, tc: "exporter-off", converge: 44 * time.Second},
 			{kind: model.StepDifferential, tc: "replicas-3", converge: 39 * time.Second},
 		},
 		{ // worker 1
 			{kind: model.StepSeed, converge: 43 * time.Second},
-			{kind: model.StepApply, tc: "replicas-1", changed: []string{"spec.replicas"}, converge: 12 * time.Second},
+			{kind: model.StepApply, tc: "replicas-1", changed: []string{"spec.replicas"}, converge: 12 * time.Second, avail: 1, req: 64},
 			{kind: model.StepApply, tc: "image-8.0", changed: []string{"spec.image"}, converge: 58 * time.Second},
 			{kind: model.StepApply, tc: "persistence-2Gi", changed: []string{"spec.persistence.size"}, converge: 5 * time.Second},
-			{kind: model.StepRecreate, tc: "persistence-2Gi", changed: []string{"spec.persistence.size"}, converge: 47 * time.Second},
-			{kind: model.StepApply, tc: "exporter-on", changed: []string{"spec.exporter.enabled"}, converge: 21 * time.Second},
+			{kind: model.StepRecreate, tc: "persistence-2Gi", changed: []string{"spec.persistence.size"}, converge: 47 * time.Second,
+				faults: []sampleFault{{kind: "operator-crash", target: "operator gauntlet-system/valkey-operator-0", persistent: true, inj: 900 * time.Millisecond}}},
+			{kind: model.StepApply, tc: "exporter-on", changed: []string{"spec.exporter.enabled"}, converge: 21 * time.Second,
+				faults: []sampleFault{{kind: "pod-failure", target: "replica gauntlet-w1/vk-2", persistent: true, unsupported: "pod-failure: the cluster back end cannot inject pod-failure"}}},
 			{kind: model.StepApply, tc: "exporter-off", changed: []string{"spec.exporter.enabled"}, converge: 10 * time.Second},
 			{kind: model.StepRollback, changed: []string{"spec.exporter.enabled"}, converge: 9 * time.Second},
 			{kind: model.StepApply, tc: "replicas-3", changed: []string{"spec.replicas"}, converge: 35 * time.Second},
-			{kind: model.StepFault, converge: 33 * time.Second},
+			{kind: model.StepFault, converge: 33 * time.Second, avail: 0.625, req: 40,
+				faults: []sampleFault{{kind: "container-crash", target: "primary gauntlet-w1/vk-1", inj: 200 * time.Millisecond}}},
 			{kind: model.StepDifferential, tc: "image-8.0", converge: 46 * time.Second},
 		},
 	}
@@ -91,9 +105,16 @@ func sampleInput() BuildInput {
 		at := t0.Add(time.Duration(w*7) * time.Second)
 		for i, p := range plan {
 			step := model.Step{
-				Worker: w, Index: i, Kind: p.kind, TestCase: p.tc, Misoperation: p.misop,
+				Worker: w, Index: i, Kind: p.kind, TestCase: p.tc, Misoperation: p.misop, MisoperationReason: p.reason,
 				Changed: p.changed, Started: at, TimedOut: p.timeout,
 				Desired: desired(w, i),
+			}
+			for _, f := range p.faults {
+				mf := model.Fault{Kind: f.kind, Targets: []string{f.target}, Persistent: f.persistent, Unsupported: f.unsupported, Injected: at.Add(f.inj)}
+				if f.rem > 0 {
+					mf.Removed = at.Add(f.rem)
+				}
+				step.Faults = append(step.Faults, mf)
 			}
 			conv := p.converge
 			if p.timeout {
@@ -102,7 +123,11 @@ func sampleInput() BuildInput {
 				step.Converged = at.Add(conv)
 			}
 			over := time.Duration(400+97*((w*13+i*7)%9)) * time.Millisecond
-			in.Steps = append(in.Steps, StepRecord{Step: step, Overhead: over})
+			rec := StepRecord{Step: step, Overhead: over}
+			if p.req > 0 {
+				rec.Availability, rec.Requests = &p.avail, p.req
+			}
+			in.Steps = append(in.Steps, rec)
 			at = at.Add(conv + over + 10*time.Second) // stability window
 		}
 		if at.After(in.Finished) {
@@ -162,6 +187,13 @@ func sampleInput() BuildInput {
 		},
 	)
 	return in
+}
+
+// sampleFault is a fault of sampleInput, its times relative to the step's start.
+type sampleFault struct {
+	kind, target, unsupported string
+	persistent                bool
+	inj, rem                  time.Duration
 }
 
 func desired(w, i int) model.Object {

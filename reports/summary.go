@@ -24,8 +24,10 @@ import (
 )
 
 // SummaryFormat is the version of summary.json this package writes. ReadSummary
-// refuses a newer one.
-const SummaryFormat = 1
+// refuses a newer one and reads every older one. Format 2 added the fault and
+// availability fields (Summary.FaultSteps, FaultsUnsupported, MinAvailability*;
+// TimelineEntry.Faults, Availability, Requests, MisoperationReason).
+const SummaryFormat = 2
 
 // SummaryFile is the summary's file name inside a results folder.
 const SummaryFile = "summary.json"
@@ -59,6 +61,17 @@ type Summary struct {
 	// HarnessOverhead is the harness's own time per step beyond the operator's
 	// convergence (apply, snapshot, oracles, journal).
 	HarnessOverhead Overhead `json:"harnessOverhead"`
+	// FaultSteps counts the steps that ran with at least one fault (OAT's
+	// strategies); FaultsUnsupported counts the faults the cluster back end could
+	// not inject (each is listed on its step, never dropped silently).
+	FaultSteps        int `json:"faultSteps,omitempty"`
+	FaultsUnsupported int `json:"faultsUnsupported,omitempty"`
+	// MinAvailability is the lowest workload success rate (0..1) seen during a
+	// transition, on step MinAvailabilityStep (the earliest on a tie) over
+	// MinAvailabilityRequests requests; all absent when no workload ran.
+	MinAvailability         *float64 `json:"minAvailability,omitempty"`
+	MinAvailabilityStep     string   `json:"minAvailabilityStep,omitempty"`
+	MinAvailabilityRequests int      `json:"minAvailabilityRequests,omitempty"`
 	// Timeline has one entry per step done, sorted by start time, then worker and index.
 	Timeline []TimelineEntry `json:"timeline"`
 }
@@ -117,6 +130,41 @@ type TimelineEntry struct {
 	Findings int `json:"findings"`
 	// Changed lists the CR property paths the step changed.
 	Changed []string `json:"changed,omitempty"`
+	// MisoperationReason says why the harness (rather than the test case)
+	// labelled the step a misoperation.
+	MisoperationReason string `json:"misoperationReason,omitempty"`
+	// Faults are the faults the step ran with, in injection order.
+	Faults []FaultEntry `json:"faults,omitempty"`
+	// Availability is the workload's success rate (0..1) during the transition
+	// over Requests requests; nil when no workload ran.
+	Availability *float64 `json:"availability,omitempty"`
+	Requests     int      `json:"requests,omitempty"`
+}
+
+// FaultEntry is one fault a step ran with, as summary.json records it.
+type FaultEntry struct {
+	// Kind is the campaign's fault kind ("pod-kill", "partition", "operator-crash", …).
+	Kind string `json:"kind"`
+	// Targets are what it hit, as the campaign recorded them ("primary gauntlet-w0/vk-0").
+	Targets []string `json:"targets,omitempty"`
+	// Persistent faults were held while the step's new desired state was
+	// declared; the others struck the converged state.
+	Persistent bool `json:"persistent,omitempty"`
+	// Injected and Removed are when the fault started and was healed (Removed is
+	// absent for instantaneous faults such as a pod kill).
+	Injected time.Time `json:"injected,omitzero"`
+	Removed  time.Time `json:"removed,omitzero"`
+	// Unsupported says why the back end could not inject it; the step then ran
+	// without it.
+	Unsupported string `json:"unsupported,omitempty"`
+}
+
+// Held is how long the fault held (zero for an instantaneous or unsupported fault).
+func (f FaultEntry) Held() time.Duration {
+	if f.Injected.IsZero() || f.Removed.IsZero() || f.Removed.Before(f.Injected) {
+		return 0
+	}
+	return f.Removed.Sub(f.Injected)
 }
 
 // ID is the step's Step.ID(): "w<worker>/s<index>".
@@ -281,6 +329,13 @@ func normalize(s Summary) Summary {
 	if s.Timeline == nil {
 		s.Timeline = []TimelineEntry{}
 	}
+	// JSON cannot carry NaN or infinities: a rate set by hand is sanitized as
+	// Build does (on a copy, the caller's timeline is left alone).
+	s.Timeline = append([]TimelineEntry{}, s.Timeline...)
+	for i := range s.Timeline {
+		s.Timeline[i].Availability = availability(s.Timeline[i].Availability)
+	}
+	s.MinAvailability = availability(s.MinAvailability)
 	for _, gs := range [][]AlarmGroup{s.Alarms, s.Misoperations} {
 		for i := range gs {
 			if gs[i].Steps == nil {
@@ -323,11 +378,17 @@ func writeFileAtomic(path string, b []byte) error {
 	return nil
 }
 
-// StepRecord is one executed step as Build needs it: the recorded step and the
-// harness's own time on it beyond convergence (zero when not measured).
+// StepRecord is one executed step as Build needs it: the recorded step (its
+// faults and misoperation reason included), the harness's own time on it beyond
+// convergence (zero when not measured) and the workload's availability.
 type StepRecord struct {
 	Step     model.Step
 	Overhead time.Duration
+	// Availability is the workload's success rate during the transition, 0..1,
+	// over Requests requests; nil when no workload ran. A value outside 0..1 is
+	// clamped; NaN or an infinity counts as nil.
+	Availability *float64
+	Requests     int
 }
 
 // PropertyPlan is one CR property the plan meant to change, with its test cases.
@@ -383,6 +444,20 @@ func Build(in BuildInput) Summary {
 		}
 	}
 	s.HarnessOverhead = OverheadStats(over)
+	for _, e := range s.Timeline { // in timeline order: the earliest wins a tie
+		if len(e.Faults) > 0 {
+			s.FaultSteps++
+		}
+		for _, f := range e.Faults {
+			if f.Unsupported != "" {
+				s.FaultsUnsupported++
+			}
+		}
+		if e.Availability != nil && (s.MinAvailability == nil || *e.Availability < *s.MinAvailability) {
+			v := *e.Availability
+			s.MinAvailability, s.MinAvailabilityStep, s.MinAvailabilityRequests = &v, e.ID(), e.Requests
+		}
+	}
 	return normalize(s)
 }
 
@@ -468,10 +543,43 @@ func buildTimeline(steps []StepRecord, findings []model.Finding) []TimelineEntry
 			Overhead:     Duration(r.Overhead),
 			Findings:     perStep[st.ID()],
 			Changed:      append([]string(nil), st.Changed...),
+
+			MisoperationReason: st.MisoperationReason,
+			Faults:             faultEntries(st.Faults),
+			Availability:       availability(r.Availability),
+			Requests:           max(r.Requests, 0),
 		})
 	}
 	SortTimeline(out)
 	return out
+}
+
+func faultEntries(fs []model.Fault) []FaultEntry {
+	if len(fs) == 0 {
+		return nil
+	}
+	out := make([]FaultEntry, 0, len(fs))
+	for _, f := range fs {
+		out = append(out, FaultEntry{
+			Kind:        f.Kind,
+			Targets:     append([]string(nil), f.Targets...),
+			Persistent:  f.Persistent,
+			Injected:    f.Injected,
+			Removed:     f.Removed,
+			Unsupported: f.Unsupported,
+		})
+	}
+	return out
+}
+
+// availability copies a success rate, clamped to 0..1 (nil for NaN or an
+// infinity, which JSON cannot carry).
+func availability(p *float64) *float64 {
+	if p == nil || math.IsNaN(*p) || math.IsInf(*p, 0) {
+		return nil
+	}
+	v := min(max(*p, 0), 1)
+	return &v
 }
 
 // SortTimeline orders entries by start time, then worker, then index.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -95,7 +96,7 @@ func TestReadSummaryRejects(t *testing.T) {
 		is      error
 	}{
 		{"unknown field", strings.Replace(string(good), `"target"`, `"targget"`, 1), "unknown field", nil},
-		{"newer format", strings.Replace(string(good), `"format": 1`, `"format": 99`, 1), "newer Gauntlet", ErrNewerSummary},
+		{"newer format", strings.Replace(string(good), `"format": 2`, `"format": 99`, 1), "newer Gauntlet", ErrNewerSummary},
 		{"trailing data", string(good) + "{}", "trailing data", nil},
 		{"not json", "nope", "decode summary", nil},
 		{"bad duration", strings.Replace(string(good), `"meanSeconds": 0`, `"meanSeconds": "1s"`, 1), "seconds", nil},
@@ -218,6 +219,107 @@ func TestBuild(t *testing.T) {
 	}
 	if o := s.HarnessOverhead; o.Steps != 24 || o.P50 > o.P95 || o.P95 > o.Max || o.Mean <= 0 {
 		t.Errorf("overhead = %+v", o)
+	}
+}
+
+func TestBuildFaultsAndAvailability(t *testing.T) {
+	s := Build(sampleInput())
+	if s.FaultSteps != 5 || s.FaultsUnsupported != 1 {
+		t.Errorf("fault steps %d, unsupported %d; want 5 and 1", s.FaultSteps, s.FaultsUnsupported)
+	}
+	if s.MinAvailability == nil || *s.MinAvailability != 0.625 || s.MinAvailabilityStep != "w1/s9" || s.MinAvailabilityRequests != 40 {
+		t.Errorf("min availability %v at %q over %d, want 0.625 at w1/s9 over 40", s.MinAvailability, s.MinAvailabilityStep, s.MinAvailabilityRequests)
+	}
+	byID := map[string]TimelineEntry{}
+	for _, e := range s.Timeline {
+		byID[e.ID()] = e
+	}
+	part := byID["w0/s9"]
+	if len(part.Faults) != 1 {
+		t.Fatalf("w0/s9 faults = %+v, want the held partition", part.Faults)
+	}
+	if f := part.Faults[0]; f.Kind != "partition" || !f.Persistent || f.Held() != 8*time.Second || !reflect.DeepEqual(f.Targets, []string{"replica gauntlet-w0/vk-2"}) {
+		t.Errorf("w0/s9 fault = %+v (held %v)", f, f.Held())
+	}
+	if e := byID["w1/s5"]; len(e.Faults) != 1 || e.Faults[0].Unsupported == "" || e.Faults[0].Held() != 0 {
+		t.Errorf("w1/s5 faults = %+v, want one unsupported fault", e.Faults)
+	}
+	if e := byID["w0/s7"]; e.MisoperationReason == "" || !e.Misoperation {
+		t.Errorf("w0/s7 = %+v, want a misoperation with the harness's reason", e)
+	}
+	if e := byID["w0/s0"]; e.Availability != nil || e.Requests != 0 || e.Faults != nil {
+		t.Errorf("w0/s0 = %+v, want no workload and no fault", e)
+	}
+
+	// Rates are sanitized (JSON has no NaN), the earliest step wins a tie,
+	// and a campaign without workload or fault writes none of the fields.
+	rate := func(f float64) *float64 { return &f }
+	at := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Minute) }
+	tests := []struct {
+		name     string
+		rates    []*float64
+		wantMin  *float64
+		wantStep string
+	}{
+		{"none", []*float64{nil, nil}, nil, ""},
+		{"nan ignored", []*float64{rate(math.NaN()), rate(0.5)}, rate(0.5), "w0/s1"},
+		{"infinity ignored", []*float64{rate(math.Inf(-1)), nil}, nil, ""},
+		{"clamped", []*float64{rate(1.5), rate(-0.25)}, rate(0), "w0/s1"},
+		{"earliest on a tie", []*float64{rate(0.7), rate(0.9), rate(0.7)}, rate(0.7), "w0/s0"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := BuildInput{Target: "t", Started: t0}
+			for i, r := range tc.rates {
+				in.Steps = append(in.Steps, StepRecord{Step: model.Step{Index: i, Kind: model.StepApply, Started: at(i)}, Availability: r, Requests: 10})
+			}
+			s := Build(in)
+			if (s.MinAvailability == nil) != (tc.wantMin == nil) || (s.MinAvailability != nil && *s.MinAvailability != *tc.wantMin) || s.MinAvailabilityStep != tc.wantStep {
+				t.Errorf("min availability %v at %q, want %v at %q", deref(s.MinAvailability), s.MinAvailabilityStep, deref(tc.wantMin), tc.wantStep)
+			}
+			b, err := MarshalSummary(s)
+			if err != nil {
+				t.Fatalf("marshal: %v", err)
+			}
+			if tc.wantMin == nil && (bytes.Contains(b, []byte(`"minAvailability`)) || bytes.Contains(b, []byte(`"faultSteps"`))) {
+				t.Errorf("summary without workload or fault carries their fields:\n%s", b)
+			}
+			for _, e := range s.Timeline {
+				if e.Availability != nil && (*e.Availability < 0 || *e.Availability > 1) {
+					t.Errorf("%s availability %v outside 0..1", e.ID(), *e.Availability)
+				}
+			}
+		})
+	}
+	// A rate set by hand on a summary is sanitized when written, without
+	// touching the caller's timeline.
+	hand := Summary{Target: "t", Timeline: []TimelineEntry{{Availability: rate(math.NaN())}}, MinAvailability: rate(math.Inf(1))}
+	b, err := MarshalSummary(hand)
+	if err != nil {
+		t.Fatalf("marshal a summary with NaN availability: %v", err)
+	}
+	if bytes.Contains(b, []byte("availability")) || hand.Timeline[0].Availability == nil {
+		t.Errorf("NaN availability written or caller's timeline changed:\n%s", b)
+	}
+}
+
+func deref(p *float64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func TestReadSummaryOlderFormat(t *testing.T) {
+	// A format-1 summary (before faults and availability) still reads.
+	b, err := MarshalSummary(Build(BuildInput{Target: "old", Steps: []StepRecord{{Step: model.Step{Kind: model.StepSeed, Started: t0}}}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.Replace(b, []byte(`"format": 2`), []byte(`"format": 1`), 1)
+	s, err := UnmarshalSummary(b)
+	if err != nil || s.Format != 1 || s.Target != "old" || len(s.Timeline) != 1 {
+		t.Fatalf("read format 1: %+v, %v", s, err)
 	}
 }
 

@@ -1,0 +1,72 @@
+package oracles
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gauntlet-dev/gauntlet/model"
+)
+
+// The OAT-layer fixtures were recorded from real servers by
+// testdata/record (go run ./oracles/testdata/record): a step (its window,
+// faults and desired state), the system monitor's readings during the step
+// (the last one taken at snapshot time) and, for scenarios with a workload, its
+// history.
+
+// loadFixture decodes testdata/<dir>/<name>.json strictly into v.
+func loadFixture(t testing.TB, dir, name string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", dir, name+".json"))
+	if err != nil {
+		t.Fatalf("read fixture: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		t.Fatalf("decode %s/%s: %v", dir, name, err)
+	}
+}
+
+// recorded builds the transition of a recorded scenario: t.Curr is s0 (for
+// the pods' object keys) with the last reading as its System sample, the
+// others are t.Samples; the history is attached when the scenario has one.
+func recorded(t testing.TB, name string) *model.Transition {
+	t.Helper()
+	var st model.Step
+	loadFixture(t, "steps", name, &st)
+	var samples []model.SystemSample
+	loadFixture(t, "samples", name, &samples)
+	if len(samples) == 0 {
+		t.Fatalf("fixture %s has no readings", name)
+	}
+	curr := loadSnapshot(t, "s0")
+	last := samples[len(samples)-1]
+	curr.Taken = last.Taken
+	curr.System = &last
+	tr := &model.Transition{Step: &st, Desired: st.Desired, PrevDesired: st.Desired, Curr: curr, Samples: samples[:len(samples)-1]}
+	if _, err := os.Stat(filepath.Join("testdata", "histories", name+".json")); err == nil {
+		var h model.History
+		loadFixture(t, "histories", name, &h)
+		tr.History = &h
+	}
+	return tr
+}
+
+// member returns the member pod of s.
+func member(t testing.TB, s *model.SystemSample, pod string) *model.Member {
+	t.Helper()
+	for i := range s.Members {
+		if s.Members[i].Pod == pod {
+			return &s.Members[i]
+		}
+	}
+	t.Fatalf("no member %s in the reading taken %s", pod, s.Taken)
+	return nil
+}
+
+// at is t0 plus ms milliseconds.
+func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
