@@ -163,7 +163,10 @@ func kubeResolver(kube kubernetes.Interface, ns string, port int) resolveFunc {
 }
 
 // promise is a write acknowledged with the replication level promised when it was made.
-type promise struct{ key, value string }
+type promise struct {
+	key, value string
+	acks       int
+}
 
 // valkeyRun is a running ValkeyWorkload.
 type valkeyRun struct {
@@ -445,7 +448,7 @@ func (r *valkeyRun) record(op model.Op, required int) {
 	defer r.mu.Unlock()
 	r.buf = append(r.buf, op)
 	if op.Kind == model.OpWrite && op.OK && required >= 1 && op.Acks >= required {
-		r.promised = append(r.promised, promise{key: op.Key, value: op.Value})
+		r.promised = append(r.promised, promise{key: op.Key, value: op.Value, acks: op.Acks})
 	}
 }
 
@@ -489,7 +492,7 @@ func (r *valkeyRun) Verify(ctx context.Context) ([]model.Op, error) {
 
 	ops := make([]model.Op, len(promised))
 	for i, p := range promised {
-		ops[i] = model.Op{Kind: model.OpVerify, Key: p.key, Value: p.value}
+		ops[i] = model.Op{Kind: model.OpVerify, Key: p.key, Value: p.value, Acks: p.acks}
 	}
 	if len(ops) == 0 {
 		return ops, nil
@@ -555,7 +558,31 @@ func (r *valkeyRun) Verify(ctx context.Context) ([]model.Op, error) {
 			}
 		}
 	}
+	r.forgetLost(ops)
 	return ops, errors.Join(errs...)
+}
+
+// forgetLost stops reading back the writes this verification found lost (or
+// changed): the loss is reported once, not again at every later step.
+func (r *valkeyRun) forgetLost(ops []model.Op) {
+	lost := map[string]bool{}
+	for _, op := range ops {
+		if op.OK && (!op.Found || op.Got != op.Value) {
+			lost[op.Key] = true
+		}
+	}
+	if len(lost) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	kept := r.promised[:0]
+	for _, p := range r.promised {
+		if !lost[p.key] {
+			kept = append(kept, p)
+		}
+	}
+	r.promised = kept
 }
 
 // findPrimary returns the one target that reports role master, and a client to it.

@@ -192,6 +192,17 @@ func TestValkeyWorkloadReplicated(t *testing.T) {
 		if !o.OK || o.Found || o.Err != "" {
 			t.Fatalf("verify op %+v after FLUSHALL, want OK and not found", o)
 		}
+		if o.Acks < 1 {
+			t.Fatalf("verify op %+v does not carry its write's acknowledgement count", o)
+		}
+	}
+	// A loss is reported once: the lost keys are not read back again.
+	again, err := run.Verify(vctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(again) != 0 {
+		t.Errorf("a second verify read back %d keys already reported lost", len(again))
 	}
 }
 
