@@ -30,6 +30,8 @@ type ReproStep struct {
 	// Fault is injected with the step (a fault step, or a persistent fault or operator crash
 	// while Desired is declared).
 	Fault *FaultPlan `json:"fault,omitempty"`
+	// Faults are the faults as the recorded run injected them (with the pods hit).
+	Faults []model.Fault `json:"faults,omitempty"`
 }
 
 // Reproducer is a minimized sequence that raises an alarm group's signature.
@@ -60,7 +62,7 @@ type Reproducer struct {
 // shortened, since S0 is already the state it reaches.
 func candidates(fail, prev *StepRecord, base model.Object) [][]ReproStep {
 	rs := func(s *StepRecord) ReproStep {
-		return ReproStep{Kind: s.Kind, Desired: s.Desired, Recreate: s.Kind == model.StepRecreate || s.Recreated, Fault: s.FaultPlan}
+		return ReproStep{Kind: s.Kind, Desired: s.Desired, Recreate: s.Kind == model.StepRecreate || s.Recreated, Fault: s.FaultPlan, Faults: s.Faults}
 	}
 	isBase := func(d model.Object) bool { return base != nil && jsonEqual(d, base) }
 	var out [][]ReproStep

@@ -35,7 +35,12 @@ func WriteReports(dir string, res *Result, oracleNames []string, goTests bool) e
 	}
 	desired := map[string]model.Object{}
 	for _, s := range res.Steps {
-		in.Steps = append(in.Steps, reports.StepRecord{Step: s.Step, Overhead: time.Duration(s.Timing.Overhead) * time.Millisecond})
+		rec := reports.StepRecord{Step: s.Step, Overhead: time.Duration(s.Timing.Overhead) * time.Millisecond}
+		if a := s.Availability; a != nil {
+			rate := a.Rate
+			rec.Availability, rec.Requests = &rate, a.Requests
+		}
+		in.Steps = append(in.Steps, rec)
 		desired[s.ID()] = s.Desired
 	}
 	for _, p := range plan.Properties {
@@ -92,21 +97,32 @@ func attachReproducer(dir string, g *reports.AlarmGroup, res *Result, plan *inpu
 		Evidence:  firstEvidence(cg),
 	}
 	rep.Steps = append(rep.Steps, r.Seed)
+	rep.ReplayDir = filepath.Join(dir, alarmDir)
 	for i, s := range r.Steps {
 		rep.Steps = append(rep.Steps, s.Desired)
 		if s.Recreate {
 			rep.Recreate = append(rep.Recreate, i+1)
 		}
+		for _, f := range s.Faults {
+			if rf, ok := reports.ReproFaultFrom(f, s.Kind != model.StepFault); ok {
+				if rep.Faults == nil {
+					rep.Faults = map[int][]reports.ReproFault{}
+				}
+				rep.Faults[i+1] = append(rep.Faults[i+1], rf)
+			}
+		}
 	}
 	name := reports.GoTestFileName(rep)
 	err := writeWith(filepath.Join(dir, alarmDir, name), func(f *os.File) error { return reports.WriteGoTest(f, rep) })
-	if errors.Is(err, reports.ErrNoInvariant) {
+	if err != nil {
+		// The replay-only reproducer (gauntlet reproduce) remains.
 		_ = os.Remove(filepath.Join(dir, alarmDir, name))
-		return // the replay-only reproducer (gauntlet reproduce) remains
+		if !errors.Is(err, reports.ErrNoInvariant) {
+			g.GoTestError = err.Error()
+		}
+		return
 	}
-	if err == nil {
-		g.GoTest = filepath.Join(alarmDir, name)
-	}
+	g.GoTest = filepath.Join(alarmDir, name)
 }
 
 func firstEvidence(g *AlarmGroup) []model.Evidence {

@@ -13,8 +13,9 @@ import (
 
 // Availability returns the success rate of the workload's requests (writes and
 // reads; read-backs after convergence are not requests) that started during
-// the transition, from Step.Started to Step.Converged, or to the snapshot
-// (Curr.Taken) when the step timed out; and the number of those requests. A
+// the transition, from Step.Started to Step.Converged (or to the removal of
+// the step's last fault, when later), or to the snapshot (Curr.Taken) when the
+// step timed out; and the number of those requests. A
 // request succeeds when the server answered it (Op.OK), whatever the
 // replication acknowledgement. With no history or no request in the window, n
 // is 0 and so is the rate. Campaigns record the figure of every step: it is
@@ -41,6 +42,15 @@ func window(tr *model.Transition) (from, to time.Time) {
 	}
 	if to.IsZero() && tr.Curr != nil {
 		to = tr.Curr.Taken
+	}
+	if tr.Step != nil && !to.IsZero() {
+		// A fault's transition lasts until the fault is gone, even when the objects
+		// settled while it held.
+		for _, f := range tr.Step.Faults {
+			if f.Removed.After(to) {
+				to = f.Removed
+			}
+		}
 	}
 	return from, to
 }

@@ -42,6 +42,10 @@ func TestAvailabilityFigure(t *testing.T) {
 			Curr:    &model.Snapshot{Taken: at(50_000)},
 			History: h,
 		}, 0.6, 5},
+		{"a fault held past convergence extends the window", &model.Transition{
+			Step:    &model.Step{Kind: model.StepApply, Started: t0, Converged: at(150), Faults: []model.Fault{{Kind: "partition", Injected: t0, Removed: at(40_001)}}},
+			History: h,
+		}, 0.6, 5},
 		{"no history", &model.Transition{Step: st}, 0, 0},
 		{"no request", &model.Transition{Step: st, History: &model.History{Required: 1}}, 0, 0},
 		{"nil", nil, 0, 0},

@@ -207,6 +207,7 @@ func Default(cfg Config) []Oracle {
 		NewSplitBrain(cfg),
 		NewAvailability(cfg),
 		NewDurability(cfg),
+		NewRollSafety(cfg),
 	}
 	return append(out, cfg.Custom...)
 }

@@ -106,6 +106,8 @@ type AlarmGroup struct {
 	// ("alarms/3"), GoTest the generated Go test file, when there is one.
 	Reproducer string `json:"reproducer,omitempty"`
 	GoTest     string `json:"goTest,omitempty"`
+	// GoTestError says why no Go test could be generated for the reproducer.
+	GoTestError string `json:"goTestError,omitempty"`
 	// ReproducerSteps is the length of the minimized sequence; Confirmed is set
 	// when re-running it raised the alarm again.
 	ReproducerSteps int  `json:"reproducerSteps,omitempty"`

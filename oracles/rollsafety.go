@@ -1,0 +1,94 @@
+package oracles
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/gauntlet-dev/gauntlet/model"
+)
+
+// NameRollSafety names the roll-safety oracle.
+const NameRollSafety = "roll-safety"
+
+// RollSafety judges the intermediate states of a planned operation (an apply or
+// rollback step with no fault): a careful operator takes one server out of
+// service at a time and waits until it serves and replicates again before it
+// touches the next (a rolling restart, an upgrade). In the system monitor's
+// readings (Transition.Samples), the members that were in sync when the
+// transition began (Prev.System, else the first reading) must never be out of
+// sync two at a time; out of sync is unreachable, or a replica whose link to its
+// primary is down. Members that join during the step (a scale-up) and members
+// removed by it are not counted, and re-creation steps are not judged (they
+// replace every server at once by design).
+//
+// Create it with NewRollSafety.
+type RollSafety struct{}
+
+// NewRollSafety returns the roll-safety oracle.
+func NewRollSafety(Config) *RollSafety { return &RollSafety{} }
+
+// Name is "roll-safety".
+func (*RollSafety) Name() string { return NameRollSafety }
+
+// inSync reports whether m serves: reachable, and a primary or a linked replica.
+func inSync(m model.Member) bool {
+	return m.Reachable && (m.Role == model.RolePrimary || (m.Role == model.RoleReplica && m.LinkUp))
+}
+
+// Check judges t's readings.
+func (*RollSafety) Check(ctx context.Context, t *model.Transition) []model.Finding {
+	if t == nil || t.Step == nil || len(t.Step.Faults) > 0 || len(t.Samples) == 0 || ctx.Err() != nil {
+		return nil
+	}
+	if k := t.Step.Kind; k != model.StepApply && k != model.StepRollback {
+		return nil
+	}
+	start := &t.Samples[0]
+	if t.Prev != nil && t.Prev.System != nil {
+		start = t.Prev.System
+	}
+	steady := map[string]bool{}
+	for _, m := range start.Members {
+		if inSync(m) {
+			steady[m.Pod] = true
+		}
+	}
+	if len(steady) < 3 {
+		// With two servers, one out of sync is all there can be.
+		return nil
+	}
+	for i := range t.Samples {
+		smp := &t.Samples[i]
+		var out []string
+		var ev []model.Evidence
+		for _, m := range smp.Members {
+			if !steady[m.Pod] || inSync(m) {
+				continue
+			}
+			out = append(out, m.Pod)
+			why := "replica link down"
+			switch {
+			case !m.Reachable:
+				why = "unreachable: " + m.Error
+			case m.Role == "":
+				why = "no role reported"
+			}
+			ev = append(ev, model.Evidence{Object: m.Pod, Detail: fmt.Sprintf("%s at %s: %s", m.Pod, smp.Taken.Format("15:04:05.000"), why)})
+		}
+		if len(out) < 2 {
+			continue
+		}
+		sort.Strings(out)
+		return []model.Finding{{
+			Oracle:    NameRollSafety,
+			Severity:  model.SeverityError,
+			Signature: model.Signature(NameRollSafety, "several-out-of-sync"),
+			Summary: fmt.Sprintf("%d of the %d servers that were in sync were out of service at once during a planned operation (%s): an unsafe intermediate state",
+				len(out), len(steady), strings.Join(out, ", ")),
+			Evidence: ev,
+		}}
+	}
+	return nil
+}

@@ -1,0 +1,57 @@
+package oracles
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gauntlet-dev/gauntlet/model"
+)
+
+func TestRollSafety(t *testing.T) {
+	base := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	mem := func(pod, role string, ok bool) model.Member {
+		return model.Member{Pod: pod, Reachable: ok, Role: role, LinkUp: role == model.RoleReplica && ok}
+	}
+	reading := func(ms ...model.Member) model.SystemSample {
+		return model.SystemSample{Taken: base, Members: ms}
+	}
+	synced := reading(mem("v-0", "primary", true), mem("v-1", "replica", true), mem("v-2", "replica", true))
+	oneDown := reading(mem("v-0", "primary", true), mem("v-1", "", false), mem("v-2", "replica", true))
+	twoDown := reading(mem("v-0", "primary", true), mem("v-1", "", false), mem("v-2", "replica", true))
+	twoDown.Members[2].LinkUp = false
+	joined := reading(mem("v-0", "primary", true), mem("v-1", "replica", true), mem("v-2", "", false), mem("v-3", "", false), mem("v-4", "", false))
+	cases := []struct {
+		name    string
+		kind    model.StepKind
+		faults  []model.Fault
+		samples []model.SystemSample
+		want    bool
+	}{
+		{"one at a time", model.StepApply, nil, []model.SystemSample{synced, oneDown, synced}, false},
+		{"two at once", model.StepApply, nil, []model.SystemSample{synced, oneDown, twoDown, synced}, true},
+		{"rollback judged too", model.StepRollback, nil, []model.SystemSample{synced, twoDown}, true},
+		{"new members are not counted", model.StepApply, nil, []model.SystemSample{synced, joined}, false},
+		{"faults excuse it", model.StepApply, []model.Fault{{Kind: "pod-kill"}}, []model.SystemSample{synced, twoDown}, false},
+		{"re-creation replaces everything", model.StepRecreate, nil, []model.SystemSample{synced, twoDown}, false},
+		{"two servers", model.StepApply, nil, []model.SystemSample{reading(mem("v-0", "primary", true), mem("v-1", "replica", true)), reading(mem("v-0", "", false), mem("v-1", "", false))}, false},
+		{"no readings", model.StepApply, nil, nil, false},
+	}
+	for _, c := range cases {
+		tr := &model.Transition{Step: &model.Step{Kind: c.kind, Faults: c.faults}, Samples: c.samples}
+		fs := NewRollSafety(Config{}).Check(context.Background(), tr)
+		if got := len(fs) > 0; got != c.want {
+			t.Errorf("%s: findings %+v, want alarm %v", c.name, fs, c.want)
+			continue
+		}
+		if c.want && (fs[0].Oracle != NameRollSafety || !strings.Contains(fs[0].Summary, "v-1, v-2") || len(fs[0].Evidence) != 2) {
+			t.Errorf("%s: finding %+v", c.name, fs[0])
+		}
+	}
+	// The state at the start comes from the previous snapshot when there is one.
+	tr := &model.Transition{Step: &model.Step{Kind: model.StepApply}, Prev: &model.Snapshot{System: &oneDown}, Samples: []model.SystemSample{twoDown}}
+	if fs := NewRollSafety(Config{}).Check(context.Background(), tr); len(fs) != 0 {
+		t.Errorf("v-1 was already out of sync before the step: %+v", fs)
+	}
+}
