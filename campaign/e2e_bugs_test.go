@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -19,64 +20,10 @@ import (
 // requires an alarm from the expected oracle, a confirmed reproducer for its
 // group, and that replaying the reproducer raises the same signature again.
 func TestE2ECatchesSeededBug(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped in -short mode")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("end-to-end tests need root (the embedded cluster uses network and mount namespaces)")
-	}
-	binDir := os.Getenv("GAUNTLET_CONTROLPLANE_BIN")
-	if binDir == "" {
-		binDir = local.ControlPlaneBinDir()
-	}
-	if _, err := os.Stat(filepath.Join(binDir, "kube-apiserver")); err != nil {
-		t.Skipf("control plane not built (run `make controlplane`): %v", err)
-	}
-	root, err := targets.FindRepoRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	const bugName, wantOracle = "04-config-default-overrules-user", "consistency"
-	bs, err := bugs.Load(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var bug *bugs.Bug
-	for i := range bs {
-		if bs[i].Name == bugName {
-			bug = &bs[i]
-		}
-	}
-	if bug == nil {
-		t.Fatalf("seeded bug %s not found", bugName)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "valkey-operator")
-	if err := bugs.BuildOperator(ctx, root, bug.Patch, bin); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "results")
-	// Only the case that exercises the bug: the reproducer is minimized in the run.
-	cfg, err := bugs.Config(root, filepath.Join(dir, "state"), out, bin, bug.Cases[:1], 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := campaign.Run(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var hit *campaign.AlarmGroup
-	for _, g := range res.Groups {
-		t.Logf("alarm: %s %s: %s (steps %v)", g.Oracle, g.Signature, g.Summary, g.Steps)
-		if g.Oracle == wantOracle && !g.Misoperation && hit == nil {
-			hit = g
-		}
-	}
-	if hit == nil {
-		t.Fatalf("seeded bug %s raised no %s alarm (%d groups)", bugName, wantOracle, len(res.Groups))
-	}
+	cfg, res, out := runSeededBug(ctx, t, "04-config-default-overrules-user", true, 1)
+	hit := requireAlarm(t, res, "consistency")
 	rep, err := campaign.ReadReproducer(filepath.Join(out, "alarms", strconv.Itoa(hit.ID)))
 	if err != nil {
 		t.Fatalf("reproducer of group %d: %v", hit.ID, err)
@@ -96,4 +43,93 @@ func TestE2ECatchesSeededBug(t *testing.T) {
 	if !again.Reproduced {
 		t.Errorf("replaying the reproducer did not raise %s again; findings: %v", rep.Signature, again.Findings)
 	}
+}
+
+// TestE2ECatchesSeededFailoverBug runs the fault campaign of the seeded bug
+// that fails over to the replica with the lowest offset (the primary's
+// container is killed while the workload writes with WAIT 1): the restarted,
+// empty primary is promoted and the acknowledged writes are lost, which the
+// durability or system-state oracle must report.
+func TestE2ECatchesSeededFailoverBug(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	_, res, _ := runSeededBug(ctx, t, "07-failover-lowest-offset", false, 1)
+	requireAlarm(t, res, "durability", "system-state")
+}
+
+// runSeededBug builds the operator with a seeded bug and runs the benchmark's
+// campaign for the first n of its test cases (with its faults).
+func runSeededBug(ctx context.Context, t *testing.T, name string, minimize bool, n int) (campaign.Config, *campaign.Result, string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test skipped in -short mode")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("end-to-end tests need root (the embedded cluster uses network and mount namespaces)")
+	}
+	binDir := os.Getenv("GAUNTLET_CONTROLPLANE_BIN")
+	if binDir == "" {
+		binDir = local.ControlPlaneBinDir()
+	}
+	if _, err := os.Stat(filepath.Join(binDir, "kube-apiserver")); err != nil {
+		t.Skipf("control plane not built (run `make controlplane`): %v", err)
+	}
+	root, err := targets.FindRepoRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs, err := bugs.Load(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bug *bugs.Bug
+	for i := range bs {
+		if bs[i].Name == name {
+			bug = &bs[i]
+		}
+	}
+	if bug == nil {
+		t.Fatalf("seeded bug %s not found", name)
+	}
+	dir := t.TempDir()
+	if d := os.Getenv("GAUNTLET_E2E_KEEP"); d != "" {
+		dir = d
+	}
+	bin := filepath.Join(dir, "valkey-operator")
+	if err := bugs.BuildOperator(ctx, root, bug.Patch, bin); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "results")
+	cfg, err := bugs.Config(root, filepath.Join(dir, "state"), out, bin, bug.Cases[:n], 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bug.Apply(&cfg)
+	cfg.NoMinimize = !minimize
+	res, err := campaign.Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range res.Steps {
+		for _, f := range s.Faults {
+			t.Logf("%s: %s on %v, unsupported %q; availability %+v; converged after %v", s.ID(), f.Kind, f.Targets, f.Unsupported, s.Availability, s.ConvergeTime())
+		}
+	}
+	return cfg, res, out
+}
+
+// requireAlarm returns the first bug alarm group raised by one of the oracles.
+func requireAlarm(t *testing.T, res *campaign.Result, oracles ...string) *campaign.AlarmGroup {
+	t.Helper()
+	var hit *campaign.AlarmGroup
+	for _, g := range res.Groups {
+		t.Logf("alarm: %s %s: %s (steps %v, misoperation %v)", g.Oracle, g.Signature, g.Summary, g.Steps, g.Misoperation)
+		if slices.Contains(oracles, g.Oracle) && !g.Misoperation && hit == nil {
+			hit = g
+		}
+	}
+	if hit == nil {
+		t.Fatalf("the seeded bug raised no %v alarm (%d groups)", oracles, len(res.Groups))
+	}
+	return hit
 }

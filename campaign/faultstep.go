@@ -120,6 +120,10 @@ type FaultPlan struct {
 	Delay time.Duration `json:"delay,omitempty"`
 	// Hold is how long a lasting fault holds.
 	Hold time.Duration `json:"hold,omitempty"`
+	// Then is a second fault injected After the first while it holds (fault steps only):
+	// compound failures such as a primary crash while a replica lags behind a partition.
+	Then  *FaultPlan    `json:"then,omitempty"`
+	After time.Duration `json:"after,omitempty"`
 }
 
 // planFault draws the fault following step index of worker w (deterministic in
@@ -158,6 +162,11 @@ func (r *runner) nextFault(w, index, drawn int) FaultPlan {
 		p := o.Script[drawn%len(o.Script)]
 		if p.Hold <= 0 && lasting(p.Kind) {
 			p.Hold = o.Hold
+		}
+		if p.Then != nil && p.Then.Hold <= 0 && lasting(p.Then.Kind) {
+			then := *p.Then
+			then.Hold = o.Hold
+			p.Then = &then
 		}
 		return p
 	}
@@ -345,13 +354,29 @@ func (s *session) drive(ctx context.Context, in stepInput, rec *StepRecord) (tim
 			c, nr, err := s.wait(ctx, started)
 			return started, c, nr, err
 		}
+		var second *activeFault
+		if p.Then != nil {
+			sleep(ctx, p.After)
+			if second, err = s.inject(ctx, *p.Then, in.desired, seq*100+1); err != nil {
+				warn(err)
+			}
+		}
 		if af.remove {
-			sleep(ctx, p.Hold)
+			sleep(ctx, p.Hold-time.Since(started))
 			if err := s.heal(ctx, af); err != nil {
 				warn(err)
 			}
 		}
 		rec.Faults = append(rec.Faults, af.rec)
+		if second != nil {
+			if second.remove {
+				sleep(ctx, p.Then.Hold)
+				if err := s.heal(ctx, second); err != nil {
+					warn(err)
+				}
+			}
+			rec.Faults = append(rec.Faults, second.rec)
+		}
 		c, nr, err := s.wait(ctx, started)
 		return started, c, nr, err
 	case p.Kind == FaultOperatorCrash:

@@ -94,8 +94,11 @@ var catalog = map[string]Bug{
 	"06-config-not-applied-live": {Pattern: "a config key written to the ConfigMap but never applied live (OAT)",
 		Cases: []string{"spec.config#config/change-key", "spec.config#config/add-key"}, Expect: []string{"system-state"}},
 	"07-failover-lowest-offset": {Pattern: "a failover that promotes the replica with the lowest offset (OAT)",
-		Cases: []string{"spec.config#config/add-key"}, Expect: []string{"durability"},
-		Faults: []campaign.FaultPlan{{Kind: campaign.FaultContainerCrash, Role: "primary"}}},
+		// One replica lags behind a partition while the writes are acknowledged by the other;
+		// then the primary crashes: only the replica with the highest offset holds them all.
+		Cases: []string{"spec.config#config/add-key"}, Expect: []string{"durability"}, Replicas: 3, Hold: 10 * time.Second,
+		Faults: []campaign.FaultPlan{{Kind: campaign.FaultPartition, Role: "replica", After: 4 * time.Second,
+			Then: &campaign.FaultPlan{Kind: campaign.FaultContainerCrash, Role: "primary"}}}},
 	"08-unreachable-primary-keeps-label": {Pattern: "a returning old primary still labelled primary (split brain, OAT)",
 		Cases: []string{"spec.config#config/add-key"}, Expect: []string{"split-brain"}, Replicas: 3, Hold: 12 * time.Second,
 		Faults: []campaign.FaultPlan{{Kind: campaign.FaultPodFailure, Role: "primary"}}},

@@ -30,32 +30,40 @@ func (c *Cluster) node(ctx context.Context, pod PodRef) (*kubelet.Node, *corev1.
 	return nil, nil, fmt.Errorf("local: pod %s is not running on a node of this cluster (node %q)", pod, p.Spec.NodeName)
 }
 
+// firstContainer is name, or the pod's first container when name is empty.
+func firstContainer(p *corev1.Pod, name string) string {
+	if name == "" && len(p.Spec.Containers) > 0 {
+		return p.Spec.Containers[0].Name
+	}
+	return name
+}
+
 // CrashContainer kills a container's process (SIGKILL); the pod's restart policy
-// then applies as on a real node.
+// then applies as on a real node. An empty container name means the pod's first.
 func (c *Cluster) CrashContainer(ctx context.Context, pod PodRef, container string) error {
-	n, _, err := c.node(ctx, pod)
+	n, p, err := c.node(ctx, pod)
 	if err != nil {
 		return err
 	}
-	return n.CrashContainer(ctx, pod.Namespace, pod.Name, container)
+	return n.CrashContainer(ctx, pod.Namespace, pod.Name, firstContainer(p, container))
 }
 
 // PauseContainer freezes a container's processes (SIGSTOP) until ResumeContainer.
 func (c *Cluster) PauseContainer(ctx context.Context, pod PodRef, container string) error {
-	n, _, err := c.node(ctx, pod)
+	n, p, err := c.node(ctx, pod)
 	if err != nil {
 		return err
 	}
-	return n.PauseContainer(ctx, pod.Namespace, pod.Name, container)
+	return n.PauseContainer(ctx, pod.Namespace, pod.Name, firstContainer(p, container))
 }
 
 // ResumeContainer thaws a paused container (SIGCONT).
 func (c *Cluster) ResumeContainer(ctx context.Context, pod PodRef, container string) error {
-	n, _, err := c.node(ctx, pod)
+	n, p, err := c.node(ctx, pod)
 	if err != nil {
 		return err
 	}
-	return n.ResumeContainer(ctx, pod.Namespace, pod.Name, container)
+	return n.ResumeContainer(ctx, pod.Namespace, pod.Name, firstContainer(p, container))
 }
 
 // DeletePod deletes a pod through the API with the given grace period (nil means
