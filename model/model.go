@@ -299,6 +299,8 @@ type Op struct {
 	OK  bool   `json:"ok"`
 	Err string `json:"err,omitempty"`
 	// Acks is, for writes, how many replicas acknowledged (the WAIT reply); -1 when WAIT failed.
+	// A read-back (OpVerify) carries its write's Value and Acks, so writes of earlier
+	// transitions are judged too.
 	Acks int `json:"acks,omitempty"`
 	// Found and Got are, for reads and verifies, whether the key existed and its value.
 	Found bool   `json:"found,omitempty"`
@@ -311,7 +313,7 @@ type Op struct {
 type History struct {
 	Workload string `json:"workload"`
 	// Required is the replication level the system promises for an acknowledged write
-	// (writes with Acks >= Required must survive).
+	// (writes with Acks >= Required must survive); 0 means no promise (nothing is checked).
 	Required int  `json:"required"`
 	Ops      []Op `json:"ops"`
 }
