@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,7 +60,7 @@ func e2eSetup(t *testing.T) (*targets.Target, local.Provider) {
 	}
 	// Small scale first: one replica, no persistence.
 	tg.Seed["spec"] = map[string]any{"replicas": int64(1), "image": "valkey/valkey:8.1", "config": map[string]any{"maxmemory": "100mb"}}
-	tg.Properties = []string{"spec.replicas", "spec.config"}
+	tg.Properties = []string{"spec.replicas", "spec.config", "spec.auth.passwordSecret.name"}
 	state := t.TempDir()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if os.Getenv("GAUNTLET_E2E_LOG") != "" {
@@ -72,6 +73,9 @@ var e2eCases = map[string]bool{
 	"spec.replicas#replicas/scale-up-down": true,
 	"spec.config#config/remove-key":        true,
 	"spec.config#config/add-key":           true,
+	// Auth on, naming the Secret the target's fixture creates: the monitor and the
+	// workload must follow with the password.
+	"spec.auth.passwordSecret.name#string/pool": true,
 }
 
 func TestE2ECleanCampaign(t *testing.T) {
@@ -88,8 +92,8 @@ func TestE2ECleanCampaign(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Done != res.Planned || res.Done != 4 {
-		t.Errorf("done %d of %d planned steps; want 4 of 4", res.Done, res.Planned)
+	if res.Done != res.Planned || res.Done != 5 {
+		t.Errorf("done %d of %d planned steps; want 5 of 5", res.Done, res.Planned)
 	}
 	for _, g := range res.Groups {
 		t.Errorf("alarm on the clean operator: %s %s: %s (steps %v)", g.Oracle, g.Signature, g.Summary, g.Steps)
@@ -114,3 +118,33 @@ func TestE2ECleanCampaign(t *testing.T) {
 type testWriter struct{ t *testing.T }
 
 func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
+
+// TestE2EDanglingReference declares a password Secret name that exists nowhere:
+// the harness must label the step a misoperation (naming the missing Secret), so
+// whatever the operator does with it is reported apart from bugs.
+func TestE2EDanglingReference(t *testing.T) {
+	tg, prov := e2eSetup(t)
+	out := filepath.Join(t.TempDir(), "results")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cfg := Config{Target: tg, Provider: prov, Workers: 1, Seed: 7, OutDir: out, Progress: testWriter{t}, Stability: time.Second,
+		NoDifferential: true, NoMinimize: true, Converge: ConvergeOptions{Timeout: 40 * time.Second},
+		CaseFilter: func(tc *inputgen.TestCase) bool { return tc.ID == "spec.auth.passwordSecret.name#string/generated" }}
+	res, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var labelled bool
+	for _, s := range res.Steps {
+		if s.Kind == model.StepApply {
+			labelled = s.Misoperation && strings.Contains(s.MisoperationReason, "spec.auth.passwordSecret.name names Secret")
+			t.Logf("%s: misoperation %v (%s)", s.ID(), s.Misoperation, s.MisoperationReason)
+		}
+	}
+	if !labelled {
+		t.Error("the step naming a missing Secret was not labelled a misoperation with the reason")
+	}
+	if n := res.Alarms(); n != 0 {
+		t.Errorf("%d bug alarm groups; a dangling reference is a misoperation", n)
+	}
+}

@@ -82,8 +82,11 @@ func TestAvailability(t *testing.T) {
 		},
 		{
 			// The failover's outage, as if the operator had caused it on a planned
-			// change: below the default 80%.
-			name: "planned-below-default", fixture: "clean-failover", edit: planned,
+			// change: above the default 50% (one switchover is what a roll costs).
+			name: "planned-above-default", fixture: "clean-failover", edit: planned,
+		},
+		{
+			name: "planned-below-eighty", fixture: "clean-failover", cfg: Config{MinAvailability: 0.8}, edit: planned,
 			want: expectation{n: 1, contains: []string{"availability 76.7% during apply, below 80.0% for a planned apply: 67 of 288 requests failed"}},
 		},
 		{

@@ -46,6 +46,16 @@ func Valkey(repoRoot string) (*Target, error) {
 			Namespace: "valkey-operator-system",
 			Labels:    map[string]string{"app.kubernetes.io/name": "valkey-operator"},
 		},
+		// Which pod is primary, and the last failover, are history by design: a roll or a failover
+		// moves the role, so a rollback or a fresh run may find it elsewhere. (System state and
+		// split brain judge the role from the servers themselves.)
+		IgnoreFields: []string{
+			`Pod/*/metadata.labels["valkey.gauntlet.dev/role"]`,
+			"ValkeyCluster/*/status.primary",
+			"ValkeyCluster/*/status.lastFailoverReason",
+			"ValkeyCluster/*/status.lastFailoverTime",
+			"ValkeyCluster/*/status.conditions[*].message",
+		},
 		// Claims of removed pods are kept (spec.persistence.whenScaled: Retain): history, not a bug.
 		DifferentialMasks: []string{"PersistentVolumeClaim/data-*"},
 		// The password Secret the auth test cases refer to exists in every test namespace.
