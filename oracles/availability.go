@@ -88,6 +88,8 @@ func requests(tr *model.Transition) []model.Op {
 //   - other steps (the seed, differential runs, fault steps whose faults could
 //     not be injected) are not judged.
 //
+// Planned operations of a system that promises no replica (History.Required 0:
+// a single server) are not judged: restarting it is an outage by design.
 // Transitions with fewer than MinAvailabilityRequests requests are not judged,
 // and neither are transitions without a workload history. The finding gives
 // the figures, the longest run of failed requests and the errors by kind.
@@ -132,6 +134,9 @@ func (a *AvailabilityOracle) Check(ctx context.Context, t *model.Transition) []m
 	switch {
 	case len(faults) > 0:
 		threshold, what = a.faulted, "under fault ("+strings.Join(kinds, ", ")+")"
+	case t.History.Required < 1:
+		// No replica promised (a single server): a planned restart is an outage by
+		// design; the figure is still recorded.
 	case st.Kind == model.StepApply || st.Kind == model.StepRecreate || st.Kind == model.StepRollback:
 		threshold, what = a.planned, "for a planned "+string(st.Kind)
 	}

@@ -93,6 +93,11 @@ func TestAvailability(t *testing.T) {
 			name: "planned-never", fixture: "clean-failover", cfg: Config{MinAvailability: -1}, edit: planned,
 		},
 		{
+			// A single server promises no replica: its planned restart is an outage by design.
+			name: "planned-single-server", fixture: "clean-failover", cfg: Config{MinAvailability: 0.9},
+			edit: func(t *testing.T, tr *model.Transition) { planned(t, tr); tr.History.Required = 0 },
+		},
+		{
 			// Under fault the rate is recorded, not judged, by default.
 			name: "fault-default-never", fixture: "clean-failover",
 		},

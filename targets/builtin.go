@@ -71,7 +71,8 @@ func Valkey(repoRoot string) (*Target, error) {
 		Workload:      monitors.NewValkeyWorkload(monitors.ValkeyWorkloadOptions{}),
 		OracleConfig: oracles.Config{
 			// Operator timings leave no trace in any object.
-			Skip:          []string{"spec.failover"},
+			// The key inside the password Secret leaves no trace in any object (its value does).
+			Skip:          []string{"spec.failover", "spec.auth.passwordSecret.key"},
 			MapProperties: []string{"spec.config", "spec.service.annotations", "spec.scheduling.nodeSelector"},
 			FailureConditions: map[string]string{
 				"Ready": "False", "Available": "False", "Degraded": "True", "Failed": "True",

@@ -390,6 +390,8 @@ func (w *fakeWorld) valkey(cmd *ValkeyCommand) Response {
 	case "ACL":
 		pw := a[3]
 		switch {
+		case pw == "nopass":
+			s.password, s.extraPassword = "", ""
 		case strings.HasPrefix(pw, ">"):
 			if s.password != pw[1:] {
 				s.extraPassword = pw[1:]

@@ -414,6 +414,22 @@ func TestMissingPasswordSecretBlocks(t *testing.T) {
 	if got := resources.PasswordFromAuthSecret(w.objs["Secret/apps/cache-auth"].(*corev1.Secret)); got != "correct-horse" {
 		t.Fatalf("auth Secret holds %q", got)
 	}
+	// Auth off: the servers stop requiring the password before the operator
+	// forgets it, and the auth Secret goes (it once stuck the operator, whose
+	// connections without a password were refused forever).
+	w.setSpec(ns, name, func(s *v1alpha1.ValkeyClusterSpec) { s.Auth.PasswordSecret = nil })
+	if err := w.converge(ns, name, 40); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range w.pods(ns) {
+		s := w.servers[p.Status.PodIP]
+		if s.password != "" || s.extraPassword != "" || s.config["masterauth"] != "" {
+			t.Fatalf("%s after auth off: password %q extra %q masterauth %q", p.Name, s.password, s.extraPassword, s.config["masterauth"])
+		}
+	}
+	if _, ok := w.objs["Secret/apps/cache-auth"]; ok {
+		t.Fatal("the auth Secret outlived auth")
+	}
 }
 
 func TestForeignObjectBlocks(t *testing.T) {

@@ -172,6 +172,17 @@ func (p *pass) secrets() {
 			p.w.current = p.w.password
 		}
 	}
+	if c.Spec.Auth.PasswordSecret == nil {
+		// Auth switched off: the servers keep the password they were set up with
+		// until the rotation removes it; the auth Secret still records it.
+		obj, found, err := p.get("get:auth-secret", &corev1.Secret{ObjectMeta: nn(c, resources.AuthSecretName(c))})
+		if err != nil {
+			p.apiErr("read the auth Secret", err)
+		}
+		if found {
+			p.w.current = resources.PasswordFromAuthSecret(obj.(*corev1.Secret))
+		}
+	}
 	if c.Spec.TLS.Enabled {
 		obj, found, err := p.get("get:tls-secret", &corev1.Secret{ObjectMeta: nn(c, c.Spec.TLS.SecretName)})
 		if err != nil {

@@ -122,6 +122,41 @@ func (p *pass) firstPod() *podRef {
 	return p.w.pods[0]
 }
 
+// removePassword switches auth off (spec.auth.passwordSecret removed): every
+// pod accepts clients without a password (ACL SETUSER default nopass) and stops
+// sending one to the primary, and only then is the auth Secret deleted (the
+// servers restarted by the roll no longer include it). Idempotent like the rotation.
+func (p *pass) removePassword() {
+	for _, r := range p.w.pods {
+		if r.running && !r.observed && r.pod.DeletionTimestamp == nil {
+			p.w.wantRequeue(time.Second)
+			return // every pod must take part
+		}
+	}
+	for _, r := range p.w.pods {
+		if !r.observed {
+			continue
+		}
+		if _, err := p.valkeyCmd("unauth:nopass:"+r.name, *r, "accept clients without a password", "ACL", "SETUSER", "default", "nopass"); err != nil {
+			p.valkeyFailed("remove the password on "+r.name, err)
+		}
+		if _, err := p.valkeyCmd("unauth:masterauth:"+r.name, *r, "stop authenticating towards the primary", valkey.CmdConfigSet(map[string]string{"masterauth": ""})...); err != nil {
+			p.valkeyFailed("clear masterauth on "+r.name, err)
+		}
+	}
+	obj, found, err := p.get("unauth:get-secret", &corev1.Secret{ObjectMeta: nn(p.c, resources.AuthSecretName(p.c))})
+	if err != nil {
+		p.apiErr("read the auth Secret", err)
+	}
+	if found {
+		if _, err := p.write("unauth:delete-secret", Delete, obj, "auth is off"); err != nil && !isNotFound(err) {
+			p.apiErr("delete the auth Secret", err)
+		}
+	}
+	p.emit("unauth:done", corev1.EventTypeNormal, "PasswordRemoved", "auth is off: every pod accepts clients without a password")
+	p.w.current = ""
+}
+
 // rotatePassword moves the servers from the password they were set up with to
 // the one of spec.auth.passwordSecret without a restart and without refusing
 // anyone: the new password is added (ACL SETUSER default >new) and used towards
@@ -129,7 +164,11 @@ func (p *pass) firstPod() *podRef {
 // and only then the auth Secret (what restarting servers read) is rewritten.
 // Every step is idempotent, so a crash at any point converges.
 func (p *pass) rotatePassword() {
-	if p.c.Spec.Auth.PasswordSecret == nil || p.w.current == p.w.password {
+	if p.w.current == p.w.password {
+		return
+	}
+	if p.w.password == "" {
+		p.removePassword()
 		return
 	}
 	for _, r := range p.w.pods {
