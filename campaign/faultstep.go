@@ -38,6 +38,28 @@ const (
 // DefaultFaultKinds are the kinds a fault campaign draws from by default.
 var DefaultFaultKinds = []string{FaultContainerCrash, FaultPodKill, FaultPodFailure, FaultPartition, FaultOperatorCrash, FaultOperatorPartition}
 
+// ParseFaultKinds reads a --faults value: "none" (or nothing) turns faults off
+// (nil, false), "all" draws from DefaultFaultKinds, otherwise each entry must be
+// a known kind.
+func ParseFaultKinds(v []string) ([]string, bool, error) {
+	switch {
+	case len(v) == 0 || (len(v) == 1 && v[0] == "none"):
+		return nil, false, nil
+	case len(v) == 1 && v[0] == "all":
+		return slices.Clone(DefaultFaultKinds), true, nil
+	}
+	var out []string
+	for _, k := range v {
+		if _, ok := backendKind(k); !ok {
+			return nil, false, fmt.Errorf("unknown fault kind %q: use all, none, or kinds from %v", k, DefaultFaultKinds)
+		}
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out, true, nil
+}
+
 // backendKind maps a campaign fault kind to the injector's.
 func backendKind(kind string) (faults.Kind, bool) {
 	switch kind {

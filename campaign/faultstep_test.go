@@ -106,3 +106,26 @@ func TestFingerprint(t *testing.T) {
 		t.Error("a role change must change the fingerprint")
 	}
 }
+
+func TestParseFaultKinds(t *testing.T) {
+	tests := []struct {
+		in      []string
+		want    []string
+		on, err bool
+	}{
+		{nil, nil, false, false},
+		{[]string{"none"}, nil, false, false},
+		{[]string{"all"}, DefaultFaultKinds, true, false},
+		{[]string{"pod-kill", "partition", "pod-kill"}, []string{"pod-kill", "partition"}, true, false},
+		{[]string{"pod-kill", "meteor"}, nil, false, true},
+	}
+	for _, tt := range tests {
+		got, on, err := ParseFaultKinds(tt.in)
+		if (err != nil) != tt.err || on != tt.on || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("ParseFaultKinds(%v) = %v, %v, %v; want %v, %v, error %v", tt.in, got, on, err, tt.want, tt.on, tt.err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "meteor") {
+			t.Errorf("the error must name the bad kind: %v", err)
+		}
+	}
+}

@@ -86,11 +86,12 @@ A campaign killed at any point continues with --resume DIR.`,
 				SharedCluster: shared, NoDifferential: noDiff, NoMinimize: noMin, Progress: cmd.ErrOrStderr(), Quiet: g.quiet, Logger: g.logger()}
 			cfg.Converge.Quiet, cfg.Converge.Timeout = quietWin, timeout
 			cfg.MinimizeBudget, cfg.DifferentialFromSeed = minBudget, fromSeed
-			if len(faultKinds) > 0 && !(len(faultKinds) == 1 && faultKinds[0] == "none") {
-				if len(faultKinds) == 1 && faultKinds[0] == "all" {
-					faultKinds = nil
-				}
-				cfg.Faults = &campaign.FaultOptions{Kinds: faultKinds, Every: faultEvery, Hold: faultHold}
+			kinds, on, err := campaign.ParseFaultKinds(faultKinds)
+			if err != nil {
+				return fmt.Errorf("--faults: %w", err)
+			}
+			if on {
+				cfg.Faults = &campaign.FaultOptions{Kinds: kinds, Every: faultEvery, Hold: faultHold}
 			}
 			if resume != "" {
 				recs, _, err := campaign.ReadJournal(filepath.Join(resume, "journal.jsonl"))
