@@ -49,9 +49,17 @@ func (*RollSafety) Check(ctx context.Context, t *model.Transition) []model.Findi
 	if t.Prev != nil && t.Prev.System != nil {
 		start = t.Prev.System
 	}
+	// Members gone by the end were removed by the step (a scale-in): not counted.
+	var kept map[string]bool
+	if t.Curr != nil && t.Curr.System != nil {
+		kept = map[string]bool{}
+		for _, m := range t.Curr.System.Members {
+			kept[m.Pod] = true
+		}
+	}
 	steady := map[string]bool{}
 	for _, m := range start.Members {
-		if inSync(m) {
+		if inSync(m) && (kept == nil || kept[m.Pod]) {
 			steady[m.Pod] = true
 		}
 	}

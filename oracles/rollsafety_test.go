@@ -49,6 +49,16 @@ func TestRollSafety(t *testing.T) {
 			t.Errorf("%s: finding %+v", c.name, fs[0])
 		}
 	}
+	// A scale-in removes two servers at once: they are gone at the end.
+	scaled := reading(mem("v-0", "primary", true))
+	tr0 := &model.Transition{Step: &model.Step{Kind: model.StepApply}, Samples: []model.SystemSample{synced, twoDown}, Curr: &model.Snapshot{System: &scaled}}
+	if fs := NewRollSafety(Config{}).Check(context.Background(), tr0); len(fs) != 0 {
+		t.Errorf("servers removed by a scale-in are not out of service: %+v", fs)
+	}
+	tr0.Curr.System = &synced
+	if fs := NewRollSafety(Config{}).Check(context.Background(), tr0); len(fs) != 1 {
+		t.Errorf("servers still there at the end count: %+v", fs)
+	}
 	// The state at the start comes from the previous snapshot when there is one.
 	tr := &model.Transition{Step: &model.Step{Kind: model.StepApply}, Prev: &model.Snapshot{System: &oneDown}, Samples: []model.SystemSample{twoDown}}
 	if fs := NewRollSafety(Config{}).Check(context.Background(), tr); len(fs) != 0 {
