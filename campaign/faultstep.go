@@ -223,7 +223,7 @@ type activeFault struct {
 // inject resolves the plan's targets on the live system and starts the fault.
 func (s *session) inject(ctx context.Context, p FaultPlan, d model.Object, seq int) (*activeFault, error) {
 	bk, _ := backendKind(p.Kind)
-	spec := faults.Spec{Kind: bk, Name: fmt.Sprintf("%s-f%d", s.ns, seq), Namespace: s.ns, Duration: 0}
+	spec := faults.Spec{Kind: bk, Name: fmt.Sprintf("%s-f%d", s.ns, seq), Namespace: s.ns}
 	switch p.Role {
 	case "operator":
 		pods, err := s.operatorPods(ctx)

@@ -209,9 +209,6 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 		CaseBase: in.caseBase, Current: in.desired, Cursor: in.cursor, Namespace: s.ns, Prev: in.prevID, Recreated: in.recreate,
 		FaultPlan: in.fault,
 	}
-	if in.kind == model.StepRollback {
-		rec.Current = in.desired
-	}
 	if !in.misop && in.kind != model.StepSeed {
 		if why := s.dangling(ctx, in.desired); why != "" {
 			in.misop = true
