@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -583,10 +585,13 @@ func (f *fakeChaosMesh) step(ctx context.Context, o chaosObject) {
 			sels[".Target"] = x.Spec.Target
 		}
 	}
+	// Selector keys and namespaces in a fixed order, so "select-fewer" always
+	// drops the last peer (".Target" sorts after ".").
 	var records []*v1alpha1.Record
-	for key, s := range sels {
-		for ns, names := range s.Selector.Pods {
-			for _, n := range names {
+	for _, key := range slices.Sorted(maps.Keys(sels)) {
+		s := sels[key]
+		for _, ns := range slices.Sorted(maps.Keys(s.Selector.Pods)) {
+			for _, n := range s.Selector.Pods[ns] {
 				r := &v1alpha1.Record{Id: ns + "/" + n, SelectorKey: key, Phase: v1alpha1.Injected, InjectedCount: 1}
 				if f.mode == "fail" {
 					r.Phase, r.InjectedCount = v1alpha1.NotInjected, 0
