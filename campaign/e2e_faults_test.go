@@ -25,6 +25,9 @@ func TestE2EFaultCampaignClean(t *testing.T) {
 		"failover": map[string]any{"healthCheckInterval": "500ms", "timeout": "500ms", "downAfter": "2s"}}
 	tg.Properties = []string{"spec.config"}
 	out := filepath.Join(t.TempDir(), "results")
+	if keep := os.Getenv("GAUNTLET_E2E_KEEP"); keep != "" { // results kept for a post-mortem
+		out = filepath.Join(keep, "results")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	cfg := Config{Target: tg, Provider: prov, Workers: 1, Seed: 3, OutDir: out, Progress: testWriter{t}, Stability: time.Second,

@@ -106,10 +106,14 @@ const (
 	Switchover
 	// DeletePod deletes Pod so that the StatefulSet recreates it at the new revision.
 	DeletePod
+	// Fence sends REPLICAOF FenceHost FencePort to the server at TargetIP, which
+	// is no pod's serving address (see View.ghostLink); Pod names the pod it most
+	// likely belonged to (for TLS), or is empty.
+	Fence
 )
 
 func (k Kind) String() string {
-	return [...]string{"None", "Wait", "Hold", "Unlabel", "Label", "Record", "Promote", "Replicate", "Switchover", "DeletePod"}[k]
+	return [...]string{"None", "Wait", "Hold", "Unlabel", "Label", "Record", "Promote", "Replicate", "Switchover", "DeletePod", "Fence"}[k]
 }
 
 // Action is one step towards the desired topology.
@@ -264,6 +268,10 @@ func (v View) decideServing(p Pod) Action {
 		}
 		return Action{Kind: Replicate, Pod: r.Name, Target: p.Name, TargetIP: p.IP, Reason: "second master demoted"}
 	}
+	// A server no pod answers for must not keep a replica acknowledging its writes.
+	if a, ok := v.fenceGhost(); ok {
+		return a
+	}
 	// Replicas follow the primary.
 	for _, r := range v.Pods {
 		if r.Name == p.Name || !r.Observed || r.Deleting || r.Info.ReplicatingFrom(p.IP, v.Port) {
@@ -347,18 +355,11 @@ func (v View) decideFailover(old *Pod) Action {
 		}
 	}
 
-	// A primary whose pod is gone or going may still run for a moment (a deletion
-	// with grace 0, a kubelet that has not killed it yet) and accept writes its
-	// replicas acknowledge: promoting one replica now would lose what the others
-	// acknowledged afterwards. Wait until no replica keeps a live link to a server
-	// that is not a serving pod; the offsets are final then. (A frozen primary
-	// accepts no writes: it is not waited for.)
-	if !bootstrap && (old == nil || old.Deleting || !old.Running) {
-		for _, p := range v.Pods {
-			if p.Observed && p.Info.Role == valkey.RoleSlave && p.Info.MasterLinkUp && !v.servingAt(p.Info.MasterHost) {
-				return Action{Kind: Wait, Reason: fmt.Sprintf("%s still replicates from %s:%d, which is not a serving pod: waiting for the old primary to stop before promoting",
-					p.Name, p.Info.MasterHost, p.Info.MasterPort)}
-			}
+	// Offsets are final only when no server outside the view still accepts
+	// writes that replicas acknowledge.
+	if !bootstrap {
+		if a, ok := v.fenceGhost(); ok {
+			return a
 		}
 	}
 
@@ -425,14 +426,46 @@ func (v View) decideFailover(old *Pod) Action {
 	return Action{Kind: Promote, Pod: chosen.Name, Reason: why}
 }
 
-// servingAt reports whether host is the IP of a pod that serves as a master.
-func (v View) servingAt(host string) bool {
-	for _, p := range v.Pods {
-		if p.IP == host && p.ServesAsMaster() {
-			return true
+// fenceGhost fences a ghost: a server that a replica keeps a live link to but
+// that no pod answers for. It is the process of a pod deleted with grace 0 (or
+// of a node the API has given up on) that still runs: the StatefulSet has
+// already replaced the pod, clients still connected to the old address write to
+// it, and its replicas acknowledge those writes. Promoting another server while
+// it runs loses them; re-pointing its replicas does too. REPLICAOF makes it
+// refuse writes and drop its replicas (which cannot sync from a server without a
+// master link), so their offsets are final afterwards.
+//
+// A pod that is down is not a ghost: a frozen server accepts nothing, and the
+// health checks judge one the operator cannot reach.
+func (v View) fenceGhost() (Action, bool) {
+	for _, r := range v.Pods {
+		if !r.Observed || r.Info.Role != valkey.RoleSlave || !r.Info.MasterLinkUp || r.Info.MasterPort != v.Port || v.fenced(r) {
+			continue
+		}
+		host := r.Info.MasterHost
+		owner := ""
+		if q := v.atIP(host); q != nil {
+			if q.Observed || q.Down {
+				continue // answers for itself (serving, or a replica that takes no writes), or frozen
+			}
+			owner = q.Name
+		} else if old := v.find(v.Primary); old != nil && !old.ServesAsMaster() {
+			owner = old.Name // most likely the failed primary's previous incarnation
+		}
+		return Action{Kind: Fence, Pod: owner, TargetIP: host,
+			Reason: fmt.Sprintf("%s replicates from %s:%d, which no pod serves (a deleted pod's process still running): fencing it before its writes are acknowledged", r.Name, host, v.Port)}, true
+	}
+	return Action{}, false
+}
+
+// atIP returns the pod whose IP is host.
+func (v View) atIP(host string) *Pod {
+	for i := range v.Pods {
+		if v.Pods[i].IP == host {
+			return &v.Pods[i]
 		}
 	}
-	return false
+	return nil
 }
 
 func (v View) failoverReason(old *Pod) string {

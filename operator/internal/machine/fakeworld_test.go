@@ -41,6 +41,11 @@ type fakeWorld struct {
 	disks   map[string]fakeDisk          // by pod name (persistence)
 	now     time.Time
 	events  []Event
+	// beforePass, when set, runs before every pass of converge (a client
+	// writing, a process the API has forgotten).
+	beforePass func(w *fakeWorld)
+	// acked are keys acknowledged to a client during the run (by beforePass).
+	acked []string
 	// violations of invariants seen while executing requests
 	violations []string
 }
@@ -492,6 +497,24 @@ func (w *fakeWorld) write(ns, prefix string, n int) []string {
 	return keys
 }
 
+// writeTo writes key on the server at ip, as a client connected to that address
+// would, and reports whether a replica acknowledged it (WAIT 1).
+func (w *fakeWorld) writeTo(ip, key string) bool {
+	s := w.servers[ip]
+	if s == nil || !s.up || s.role != "master" {
+		return false
+	}
+	s.data[key] = "v"
+	s.offset += 10
+	w.sync()
+	for _, r := range w.servers {
+		if r.up && r.role == "slave" && r.masterHost == ip && r.linkUp {
+			return true
+		}
+	}
+	return false
+}
+
 // settle plays the StatefulSet controller and the kubelet until the pods match
 // the StatefulSet, with their servers, readiness and revisions.
 func (w *fakeWorld) settle(ns string) {
@@ -707,6 +730,9 @@ func (w *fakeWorld) convergeCrash(ns, name string, max int, crash crashPoint) ([
 	var perPass []int
 	for i := 0; i < max; i++ {
 		w.settle(ns)
+		if w.beforePass != nil {
+			w.beforePass(w)
+		}
 		after := 0
 		if crash.pass == len(perPass) {
 			after = crash.after
@@ -774,7 +800,8 @@ func (w *fakeWorld) topologyErrors(ns, name string) []string {
 
 func (w *fakeWorld) clone() *fakeWorld {
 	out := newFakeWorld()
-	out.rv, out.uid, out.nextIP, out.now = w.rv, w.uid, w.nextIP, w.now
+	out.rv, out.uid, out.nextIP, out.now, out.beforePass = w.rv, w.uid, w.nextIP, w.now, w.beforePass
+	out.acked = append([]string(nil), w.acked...)
 	for k, o := range w.objs {
 		out.objs[k] = o.DeepCopyObject().(client.Object)
 	}

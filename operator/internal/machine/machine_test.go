@@ -2,6 +2,7 @@ package machine
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -108,7 +109,7 @@ func scenarios() []scenario {
 	keysIntact := func(t *testing.T, w *fakeWorld) {
 		for _, p := range w.pods(ns) {
 			s := w.servers[p.Status.PodIP]
-			for _, k := range acked {
+			for _, k := range append(slices.Clip(acked), w.acked...) {
 				if _, ok := s.data[k]; !ok {
 					t.Fatalf("acknowledged key %s lost on %s", k, p.Name)
 				}
@@ -147,6 +148,41 @@ func scenarios() []scenario {
 				c := w.cr(ns, name)
 				if c.Status.Primary == "cache-0" || c.Status.LastFailoverTime == nil || !strings.Contains(c.Status.LastFailoverReason, "cache-0") {
 					t.Fatalf("failover not recorded: %+v", c.Status)
+				}
+			},
+		},
+		{
+			// A grace-0 deletion: the pod object is gone at once and the
+			// StatefulSet replaces it, while the old process still runs, takes
+			// writes from clients connected to its address, and its replicas
+			// acknowledge them. No acknowledged write may be lost.
+			name:  "primary deleted with grace 0 whose process lives on is fenced",
+			start: func(t *testing.T) *fakeWorld { return converged(t, 3) },
+			change: func(w *fakeWorld) {
+				acked = w.write(ns, "g", 5)
+				p := primaryPod(w)
+				ghost := p.Status.PodIP
+				delete(w.objs, keyOf(p))
+				w.beforePass = func(w *fakeWorld) {
+					if k := fmt.Sprintf("ghost-%d", w.now.Unix()); w.writeTo(ghost, k) {
+						w.acked = append(w.acked, k)
+					}
+				}
+				w.beforePass(w) // a client still connected to the old address
+			},
+			check: func(t *testing.T, w *fakeWorld) {
+				keysIntact(t, w)
+				if len(w.acked) == 0 {
+					t.Fatal("the ghost never had a write acknowledged: the scenario tests nothing")
+				}
+				podIPs := map[string]bool{}
+				for _, p := range w.pods(ns) {
+					podIPs[p.Status.PodIP] = true
+				}
+				for ip, s := range w.servers {
+					if !podIPs[ip] && s.up && s.role == "master" {
+						t.Fatalf("the old process at %s still serves as a master", ip)
+					}
 				}
 			},
 		},

@@ -59,6 +59,8 @@ func (p *pass) topology() {
 			p.info(key+":info", r)
 		case failover.Switchover:
 			p.switchover(key, a)
+		case failover.Fence:
+			p.fence(key, a)
 		default:
 			p.end(0, fmt.Errorf("topology: unexpected action %v", a), "")
 		}
@@ -116,6 +118,25 @@ func (p *pass) record(key string, a failover.Action) {
 		p.emit(key+":failover", corev1.EventTypeWarning, "Failover", fmt.Sprintf("failover from %s to %s: %s", prev, a.Pod, a.Reason))
 	default:
 		p.emit(key+":switchover", corev1.EventTypeNormal, "Switchover", fmt.Sprintf("primary is now %s (was %s): %s", a.Pod, prev, a.Reason))
+	}
+}
+
+// fence turns a server that no pod answers for into a replica of the fence
+// address, so that it refuses writes and drops its replicas, then observes those
+// replicas again.
+func (p *pass) fence(key string, a failover.Action) {
+	ghost := podRef{name: a.Pod, ip: a.TargetIP}
+	if ghost.name == "" {
+		ghost.name = p.c.Name + "-0" // for TLS only; the IP SAN is checked first
+	}
+	if _, err := p.valkeyCmd(key, ghost, "fence: "+a.Reason, valkey.CmdReplicaOf(conf.FenceHost, conf.FencePort)...); err != nil {
+		p.valkeyFailed("fence "+a.TargetIP, err)
+	}
+	p.emit(key+":fenced:"+a.TargetIP, corev1.EventTypeWarning, "Fenced", fmt.Sprintf("fenced %s (REPLICAOF %s %d): %s", a.TargetIP, conf.FenceHost, conf.FencePort, a.Reason))
+	for _, r := range p.w.pods {
+		if r.observed && r.info.MasterHost == a.TargetIP {
+			p.info(key+":info:"+r.name, r)
+		}
 	}
 }
 
