@@ -79,6 +79,9 @@ type View struct {
 	// NeverServed: no primary has served yet (a recorded primary is a bootstrap
 	// choice, not a failed primary).
 	NeverServed bool
+	// Ghosts holds what addresses that no pod answers for replied to INFO after
+	// they were fenced in this pass, by IP.
+	Ghosts map[string]valkey.Info
 }
 
 // Kind is the kind of an Action.
@@ -432,8 +435,8 @@ func (v View) decideFailover(old *Pod) Action {
 // already replaced the pod, clients still connected to the old address write to
 // it, and its replicas acknowledge those writes. Promoting another server while
 // it runs loses them; re-pointing its replicas does too. REPLICAOF makes it
-// refuse writes and drop its replicas (which cannot sync from a server without a
-// master link), so their offsets are final afterwards.
+// refuse writes; its replicas stay linked to a server that receives nothing, so
+// their offsets are final afterwards.
 //
 // A pod that is down is not a ghost: a frozen server accepts nothing, and the
 // health checks judge one the operator cannot reach.
@@ -443,6 +446,9 @@ func (v View) fenceGhost() (Action, bool) {
 			continue
 		}
 		host := r.Info.MasterHost
+		if g, ok := v.Ghosts[host]; ok && g.Role != valkey.RoleMaster {
+			continue // fenced
+		}
 		owner := ""
 		if q := v.atIP(host); q != nil {
 			if q.Observed || q.Down {

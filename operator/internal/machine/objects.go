@@ -38,6 +38,8 @@ type world struct {
 	cm       *corev1.ConfigMap
 	sts      *appsv1.StatefulSet
 	pods     []*podRef
+	// ghosts holds INFO of fenced addresses no pod answers for, by IP.
+	ghosts map[string]valkey.Info
 
 	// Outcome of the stages, for the status.
 	blocked    *metav1.Condition // a prerequisite is missing (Ready=False with this reason)
@@ -463,6 +465,7 @@ func (p *pass) view() failover.View {
 		Now: p.in.Now, DownAfter: c.Spec.Failover.DownAfter.Duration, Persistence: c.Spec.Persistence.Enabled,
 		Replicas: int(c.Spec.Replicas), BootstrapGrace: BootstrapGrace,
 		NeverServed: p.w.status.LastFailoverTime == nil && !everServed(p.w.status),
+		Ghosts:      p.w.ghosts,
 	}
 	updateRev := ""
 	if p.w.sts != nil {

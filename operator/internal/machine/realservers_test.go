@@ -304,3 +304,85 @@ func TestRealServers(t *testing.T) {
 		t.Fatalf("invariant violations: %v", w.violations)
 	}
 }
+
+// TestRealServersGhostPrimary deletes the primary's pod object with grace 0
+// while its real server keeps running and a client keeps writing to its address
+// (SET, then WAIT 1); the StatefulSet replaces the pod at once, at a new
+// address. Every write a replica acknowledged must survive the failover, and
+// the old process must end up refusing writes.
+func TestRealServersGhostPrimary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real servers")
+	}
+	w := worldWith(newCluster(3))
+	w.real = newRealServers(t)
+	realConverge(t, w, 30*time.Second)
+	ghost := realPrimaryIP(w)
+	for _, p := range w.pods(ns) {
+		if p.Status.PodIP == ghost {
+			delete(w.objs, keyOf(p))
+		}
+	}
+
+	stop := make(chan struct{})
+	var acked []string
+	var refused int
+	clientDone := make(chan struct{})
+	go func() {
+		defer close(clientDone)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			k := fmt.Sprintf("ghost:%d", i)
+			if _, err := w.real.cmd(ghost, "SET", k, "v"); err != nil {
+				refused++
+				time.Sleep(5 * time.Millisecond)
+				continue
+			}
+			if n, err := w.real.cmd(ghost, "WAIT", "1", "100"); err == nil && n.Int >= 1 {
+				acked = append(acked, k)
+			}
+		}
+	}()
+	time.Sleep(200 * time.Millisecond) // writes acknowledged before the operator looks
+	realConverge(t, w, 30*time.Second)
+	time.Sleep(200 * time.Millisecond) // the client keeps trying the old address
+	close(stop)
+	<-clientDone
+
+	if len(acked) == 0 {
+		t.Fatal("no write to the old process was acknowledged: the test proves nothing")
+	}
+	if refused == 0 {
+		t.Error("the old process never refused a write: it was not fenced")
+	}
+	if in, err := w.real.info(ghost); err != nil || in.Role == valkey.RoleMaster {
+		t.Errorf("old process at %s: role %s (%v), want fenced", ghost, in.Role, err)
+	}
+	if !hasEvent(w, "Fenced") {
+		t.Error("no Fenced event")
+	}
+	prim := realPrimaryIP(w)
+	if prim == ghost || prim == "" {
+		t.Fatalf("primary %q after the failover", prim)
+	}
+	if _, err := w.real.cmd(prim, "WAIT", "2", "2000"); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range w.pods(ns) {
+		lost := 0
+		for _, k := range acked {
+			if n, err := w.real.cmd(p.Status.PodIP, "EXISTS", k); err != nil || n.Int != 1 {
+				lost++
+			}
+		}
+		if lost > 0 {
+			t.Errorf("%s misses %d of the %d writes the old process had acknowledged", p.Name, lost, len(acked))
+		}
+	}
+	t.Logf("%d writes acknowledged by the old process, %d refused after the fence", len(acked), refused)
+	w.real.kill(ghost)
+}

@@ -122,8 +122,9 @@ func (p *pass) record(key string, a failover.Action) {
 }
 
 // fence turns a server that no pod answers for into a replica of the fence
-// address, so that it refuses writes and drops its replicas, then observes those
-// replicas again.
+// address, so that it refuses writes (its replicas stay linked, as chained
+// replicas of a server that receives nothing), and records its INFO so that the
+// next decision knows it is fenced.
 func (p *pass) fence(key string, a failover.Action) {
 	ghost := podRef{name: a.Pod, ip: a.TargetIP}
 	if ghost.name == "" {
@@ -133,11 +134,14 @@ func (p *pass) fence(key string, a failover.Action) {
 		p.valkeyFailed("fence "+a.TargetIP, err)
 	}
 	p.emit(key+":fenced:"+a.TargetIP, corev1.EventTypeWarning, "Fenced", fmt.Sprintf("fenced %s (REPLICAOF %s %d): %s", a.TargetIP, conf.FenceHost, conf.FencePort, a.Reason))
-	for _, r := range p.w.pods {
-		if r.observed && r.info.MasterHost == a.TargetIP {
-			p.info(key+":info:"+r.name, r)
-		}
+	p.info(key+":info", &ghost)
+	if !ghost.observed {
+		p.valkeyFailed("observe fenced "+a.TargetIP, ghost.infoErr)
 	}
+	if p.w.ghosts == nil {
+		p.w.ghosts = map[string]valkey.Info{}
+	}
+	p.w.ghosts[a.TargetIP] = ghost.info
 }
 
 // switchover asks the primary to hand over to the target (FAILOVER TO); the next
