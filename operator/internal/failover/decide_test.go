@@ -135,7 +135,9 @@ func TestDecide(t *testing.T) {
 			view("v-0", with(fenced(0, 0, 0), func(p *Pod) { p.IP = "10.0.0.99"; p.Label = "" }), with(replica(1, 0, 40, 1), linkDownFor(1)), with(replica(2, 0, 50, 1), linkDownFor(1))), Record, "v-2", "", "restarted"},
 		{"a fenced ghost keeps its replicas linked, and the failover proceeds",
 			with3(view("v-0", with(fenced(0, 0, 0), func(p *Pod) { p.IP = "10.0.0.99"; p.Label = "" }), replica(1, 0, 40, 1), replica(2, 0, 50, 1)),
-				func(v *View) { v.Ghosts = map[string]valkey.Info{ip(0): {Role: valkey.RoleSlave, MasterHost: "127.0.0.1", MasterPort: 1}} }), Record, "v-2", "", "restarted"},
+				func(v *View) {
+					v.Ghosts = map[string]valkey.Info{ip(0): {Role: valkey.RoleSlave, MasterHost: "127.0.0.1", MasterPort: 1}}
+				}), Record, "v-2", "", "restarted"},
 		{"a ghost that still reports role master after the fence is fenced again",
 			with3(view("v-0", with(fenced(0, 0, 0), func(p *Pod) { p.IP = "10.0.0.99"; p.Label = "" }), replica(1, 0, 40, 1), replica(2, 0, 50, 1)),
 				func(v *View) { v.Ghosts = map[string]valkey.Info{ip(0): {Role: valkey.RoleMaster}} }), Fence, "v-0", "", "no pod serves"},
