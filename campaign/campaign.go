@@ -415,6 +415,21 @@ func (r *runner) runWorker(ctx context.Context, e *env, w int, plan *inputgen.Pl
 			return fmt.Errorf("resume worker %d: %w", w, err)
 		}
 		r.cfg.Logger.Info("resumed worker", "worker", w, "after", prevID, "case", cur.Case, "state", cur.State)
+		// The fault schedule goes on where it stopped: a fault due after the last converged
+		// desired state (killed before it ran, or drawn to hold during the next one) is drawn
+		// again, as the same seeded choice.
+		applied = st.Applied
+		if convergedApply(last) {
+			var fr *StepRecord
+			var fsnap *model.Snapshot
+			if fr, fsnap, pending, err = r.faultDue(ctx, sess, w, index, applied, last, prevS, prog); err != nil {
+				return err
+			}
+			if fr != nil {
+				index++
+				prevS, prevID = fsnap, fr.ID()
+			}
+		}
 	}
 	for cur.Case < len(cases) {
 		tc := plan.TestCase(cases[cur.Case])
@@ -466,21 +481,13 @@ func (r *runner) runWorker(ctx context.Context, e *env, w int, plan *inputgen.Pl
 			prevD, prevS, prevID = d, snap, rec.ID()
 			cur = next
 			applied++
-			if r.cfg.Faults != nil && (len(r.faultKinds) > 0 || len(r.cfg.Faults.Script) > 0) && applied%r.cfg.Faults.Every == 0 {
-				p := r.nextFault(w, index, applied/r.cfg.Faults.Every-1)
-				if p.Persistent {
-					pending = &p // held while the next desired state is declared
-					continue
-				}
-				fr, fsnap, err := sess.run(ctx, stepInput{worker: w, index: index, kind: model.StepFault, testCase: tc.ID,
-					desired: d, prevDesired: d, prev: snap, caseBase: caseBase, cursor: next, prevID: rec.ID(), fault: &p})
-				if err != nil {
-					return err
-				}
+			fr, fsnap, p, err := r.faultDue(ctx, sess, w, index, applied, rec, snap, prog)
+			if err != nil {
+				return err
+			}
+			pending = p
+			if fr != nil {
 				index++
-				if fr.Alarm() || fr.TimedOut {
-					prog.alarms.Add(1)
-				}
 				prevS, prevID = fsnap, fr.ID()
 			}
 			continue
@@ -534,6 +541,36 @@ func (r *runner) runWorker(ctx context.Context, e *env, w int, plan *inputgen.Pl
 		}
 	}
 	return r.journal.Append(Record{Type: RecWorkerDone, Worker: w})
+}
+
+// faultDue draws the fault due after the applied-th converged desired state (rec,
+// reached with snap), if one is due: a transient one is run now, and its record and
+// snapshot returned; a persistent one is returned to hold while the next desired
+// state is declared.
+func (r *runner) faultDue(ctx context.Context, sess *session, w, index, applied int, rec *StepRecord, snap *model.Snapshot, prog *progress) (*StepRecord, *model.Snapshot, *FaultPlan, error) {
+	o := r.cfg.Faults
+	if o == nil || (len(r.faultKinds) == 0 && len(o.Script) == 0) || applied == 0 || applied%o.Every != 0 {
+		return nil, nil, nil, nil
+	}
+	p := r.nextFault(w, index, applied/o.Every-1)
+	if p.Persistent {
+		return nil, nil, &p, nil
+	}
+	fr, fsnap, err := sess.run(ctx, stepInput{worker: w, index: index, kind: model.StepFault, testCase: rec.TestCase,
+		desired: rec.Current, prevDesired: rec.Current, prev: snap, caseBase: rec.CaseBase, cursor: rec.Cursor, prevID: rec.ID(), fault: &p})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if fr.Alarm() || fr.TimedOut {
+		prog.alarms.Add(1)
+	}
+	return fr, fsnap, nil, nil
+}
+
+// convergedApply: s declared a desired state that was reached without an alarm (a
+// fault may be due after it).
+func convergedApply(s *StepRecord) bool {
+	return s != nil && (s.Kind == model.StepApply || s.Kind == model.StepRecreate) && !s.Alarm() && !s.TimedOut && jsonEqual(s.Current, s.Desired)
 }
 
 func countApply(recs []Record, w int) int {

@@ -226,6 +226,9 @@ type WorkerState struct {
 	Last *StepRecord
 	// Steps counts the worker's recorded steps.
 	Steps int
+	// Applied counts the desired states the worker reached without an alarm (the
+	// fault schedule counts them).
+	Applied int
 }
 
 // Replay rebuilds each worker's position from the records of a journal.
@@ -247,6 +250,9 @@ func Replay(recs []Record) (*StartRecord, []WorkerState, error) {
 			s := r.Step
 			ws[s.Worker].Last = s
 			ws[s.Worker].Steps++
+			if convergedApply(s) {
+				ws[s.Worker].Applied++
+			}
 		case RecWorkerDone:
 			if r.Worker >= 0 && r.Worker < len(ws) {
 				ws[r.Worker].Done = true

@@ -107,6 +107,41 @@ func TestJournalTornLastLineAndResume(t *testing.T) {
 	}
 }
 
+// TestReplayCountsConvergedStates: a resumed worker's fault schedule counts the
+// desired states reached without an alarm, as the uninterrupted worker did.
+func TestReplayCountsConvergedStates(t *testing.T) {
+	d1 := model.Object{"spec": map[string]any{"replicas": int64(1)}}
+	d2 := model.Object{"spec": map[string]any{"replicas": int64(2)}}
+	step := func(i int, kind model.StepKind, desired, current model.Object, f func(*StepRecord)) Record {
+		s := &StepRecord{Step: model.Step{Worker: 0, Index: i, Kind: kind, Desired: desired}, Current: current}
+		if f != nil {
+			f(s)
+		}
+		return Record{Type: RecStep, Step: s}
+	}
+	recs := []Record{
+		{Type: RecStart, Start: &StartRecord{Workers: 1}},
+		step(0, model.StepSeed, d1, d1, nil),
+		step(1, model.StepApply, d2, d2, nil), // counted
+		step(2, model.StepFault, d2, d2, nil),
+		step(3, model.StepApply, d1, d1, func(s *StepRecord) { s.Findings = []model.Finding{{Severity: model.SeverityError}} }),
+		step(4, model.StepRollback, d2, d2, nil),
+		step(5, model.StepApply, d1, d1, func(s *StepRecord) { s.TimedOut = true }),
+		step(6, model.StepApply, d1, d2, nil), // refused by the API server
+		step(7, model.StepRecreate, d1, d1, func(s *StepRecord) { s.Findings = []model.Finding{{Severity: model.SeverityWarning}} }), // counted
+	}
+	_, ws, err := Replay(recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws[0].Applied != 2 {
+		t.Fatalf("Applied = %d, want 2 (one apply and one recreate reached D without an alarm)", ws[0].Applied)
+	}
+	if !convergedApply(ws[0].Last) {
+		t.Fatal("the last step (a recreate that converged) is not seen as one a fault may follow")
+	}
+}
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
