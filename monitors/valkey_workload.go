@@ -352,26 +352,33 @@ func (r *valkeyRun) pick() (target, error) {
 	return t, nil
 }
 
+// begin picks the next target for op and connects to it within timeout. On
+// failure it completes op with the error and returns a nil client. The caller
+// always calls cancel.
+func (r *valkeyRun) begin(ctx context.Context, op *model.Op, timeout time.Duration) (context.Context, context.CancelFunc, vk.Client, target) {
+	t, err := r.pick()
+	op.Start = time.Now()
+	if err != nil {
+		op.End, op.Err, r.stale = op.Start, err.Error(), true
+		return ctx, func() {}, nil, t
+	}
+	op.Target = t.addr
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	c, err := r.pool.GetContext(ctx, t.addr, t.sec)
+	if err != nil {
+		op.End, op.Err, r.stale = time.Now(), err.Error(), true
+		return ctx, cancel, nil, t
+	}
+	return ctx, cancel, c, t
+}
+
 // write sends SET key value then WAIT required WaitTimeout on the same
 // connection, within RequestTimeout + WaitTimeout.
 func (r *valkeyRun) write(ctx context.Context, key, value string, required int) model.Op {
 	op := model.Op{Kind: model.OpWrite, Key: key, Value: value, Acks: -1}
-	t, err := r.pick()
-	op.Start = time.Now()
-	if err != nil {
-		op.End = op.Start
-		op.Err = err.Error()
-		r.stale = true
-		return op
-	}
-	op.Target = t.addr
-	ctx, cancel := context.WithTimeout(ctx, r.opts.RequestTimeout+r.opts.WaitTimeout)
+	ctx, cancel, c, t := r.begin(ctx, &op, r.opts.RequestTimeout+r.opts.WaitTimeout)
 	defer cancel()
-	c, err := r.pool.GetContext(ctx, t.addr, t.sec)
-	if err != nil {
-		op.End = time.Now()
-		op.Err = err.Error()
-		r.stale = true
+	if c == nil {
 		return op
 	}
 	// WAIT is a blocking command: valkey-go sends the pair on one dedicated
@@ -400,22 +407,9 @@ func (r *valkeyRun) write(ctx context.Context, key, value string, required int) 
 // read GETs key (written with value) within RequestTimeout.
 func (r *valkeyRun) read(ctx context.Context, key, value string) model.Op {
 	op := model.Op{Kind: model.OpRead, Key: key, Value: value}
-	t, err := r.pick()
-	op.Start = time.Now()
-	if err != nil {
-		op.End = op.Start
-		op.Err = err.Error()
-		r.stale = true
-		return op
-	}
-	op.Target = t.addr
-	ctx, cancel := context.WithTimeout(ctx, r.opts.RequestTimeout)
+	ctx, cancel, c, t := r.begin(ctx, &op, r.opts.RequestTimeout)
 	defer cancel()
-	c, err := r.pool.GetContext(ctx, t.addr, t.sec)
-	if err != nil {
-		op.End = time.Now()
-		op.Err = err.Error()
-		r.stale = true
+	if c == nil {
 		return op
 	}
 	got, err := c.Do(ctx, c.B().Get().Key(key).Build()).ToString()
