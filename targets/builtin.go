@@ -15,6 +15,9 @@ var BuiltinNames = []string{"valkey"}
 // Builtin returns a built-in target by name, reading its files from the
 // Gauntlet repository at repoRoot (the folder holding go.mod).
 func Builtin(repoRoot, name string) (*Target, error) {
+	if repoRoot == "" {
+		return nil, fmt.Errorf("built-in target %s: its files live in the Gauntlet repository, which was not found above the working directory or the gauntlet binary: run from inside the repository or pass --repo DIR", name)
+	}
 	switch name {
 	case "valkey":
 		return Valkey(repoRoot)

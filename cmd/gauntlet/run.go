@@ -32,12 +32,26 @@ func (f *runFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.backend, "backend", "local", "cluster back end: local (embedded, the default) or kind (needs Docker)")
 }
 
+// findRepo finds the Gauntlet repository above the working directory, else above
+// the running binary (make build writes REPO/bin/gauntlet); "" when neither is in one.
+func findRepo() string {
+	if r, err := targets.FindRepoRoot("."); err == nil {
+		return r
+	}
+	if exe, err := os.Executable(); err == nil {
+		if exe, err = filepath.EvalSymlinks(exe); err == nil {
+			if r, err := targets.FindRepoRoot(filepath.Dir(exe)); err == nil {
+				return r
+			}
+		}
+	}
+	return ""
+}
+
 func (f *runFlags) resolve(g *globals, spec string) (*targets.Target, cluster.Provider, error) {
 	repo := f.repo
 	if repo == "" {
-		if r, err := targets.FindRepoRoot("."); err == nil {
-			repo = r
-		}
+		repo = findRepo()
 	}
 	t, err := targets.Resolve(spec, repo)
 	if err != nil {
