@@ -110,7 +110,7 @@ const (
 	// DeletePod deletes Pod so that the StatefulSet recreates it at the new revision.
 	DeletePod
 	// Fence sends REPLICAOF FenceHost FencePort to the server at TargetIP, which
-	// is no pod's serving address (see View.ghostLink); Pod names the pod it most
+	// is no pod's serving address (see View.fenceGhost); Pod names the pod it most
 	// likely belonged to (for TLS), or is empty.
 	Fence
 )
