@@ -126,18 +126,24 @@ func (k *kube) apply(ctx context.Context, obj map[string]any, defaultNS string) 
 
 // exists reports whether the object apiVersion/kind name exists in namespace ns.
 func (k *kube) exists(ctx context.Context, apiVersion, kind, ns, name string) (bool, error) {
+	obj, err := k.lookup(ctx, apiVersion, kind, ns, name)
+	return obj != nil, err
+}
+
+// lookup returns the object, or nil when it does not exist.
+func (k *kube) lookup(ctx context.Context, apiVersion, kind, ns, name string) (map[string]any, error) {
 	ri, _, err := k.resource(map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": map[string]any{"name": name}}, ns)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	_, err = ri.Get(ctx, name, metav1.GetOptions{})
+	u, err := ri.Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case err == nil:
-		return true, nil
+		return u.Object, nil
 	case apierrors.IsNotFound(err):
-		return false, nil
+		return nil, nil
 	}
-	return false, fmt.Errorf("look up %s %s/%s: %w", kind, ns, name, err)
+	return nil, fmt.Errorf("look up %s %s/%s: %w", kind, ns, name, err)
 }
 
 // applyFixtures creates the target's fixtures in namespace ns.

@@ -168,3 +168,20 @@ func TestPartition(t *testing.T) {
 		}
 	}
 }
+
+func TestHasDataKey(t *testing.T) {
+	secret := map[string]any{"kind": "Secret", "data": map[string]any{"password": "cHc="}, "stringData": map[string]any{"user": "u"}}
+	cm := map[string]any{"kind": "ConfigMap", "binaryData": map[string]any{"blob": "AA=="}}
+	for _, tt := range []struct {
+		obj  map[string]any
+		key  string
+		want bool
+	}{
+		{secret, "password", true}, {secret, "user", true}, {secret, "gauntlet-x1", false},
+		{cm, "blob", true}, {cm, "password", false}, {map[string]any{"kind": "Secret"}, "password", false},
+	} {
+		if got := hasDataKey(tt.obj, tt.key); got != tt.want {
+			t.Errorf("hasDataKey(%v, %q) = %v, want %v", tt.obj, tt.key, got, tt.want)
+		}
+	}
+}

@@ -109,16 +109,29 @@ func (s *session) crObject(d model.Object) model.Object {
 func (s *session) dangling(ctx context.Context, d model.Object) string {
 	var missing []string
 	for _, ref := range s.r.target.ReferencesIn(d) {
-		ok, err := s.env.kube.exists(ctx, ref.APIVersion, ref.Kind, s.ns, ref.Name)
-		if err != nil {
+		obj, err := s.env.kube.lookup(ctx, ref.APIVersion, ref.Kind, s.ns, ref.Name)
+		switch {
+		case err != nil:
 			s.r.cfg.Logger.Warn("reference check", "path", ref.Path, "err", err)
-			continue
-		}
-		if !ok {
+		case obj == nil:
 			missing = append(missing, fmt.Sprintf("%s names %s %q, which does not exist", ref.Path, ref.Kind, ref.Name))
+		case ref.Key != "" && !hasDataKey(obj, ref.Key):
+			missing = append(missing, fmt.Sprintf("%s names key %q of %s %q, which has no such key", ref.KeyPath, ref.Key, ref.Kind, ref.Name))
 		}
 	}
 	return strings.Join(missing, "; ")
+}
+
+// hasDataKey: a Secret or ConfigMap holds key (in data, stringData or binaryData).
+func hasDataKey(obj map[string]any, key string) bool {
+	for _, f := range []string{"data", "stringData", "binaryData"} {
+		if m, ok := obj[f].(map[string]any); ok {
+			if _, ok := m[key]; ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // declare applies d (deleting and re-creating the CR when recreate) and waits for convergence.

@@ -365,3 +365,22 @@ func BenchmarkDefaultOracles(b *testing.B) {
 		}
 	}
 }
+
+// TestDefaultMasksPodTopologyLabels: the API server copies the node's topology
+// labels onto a pod when it is bound, so a pod re-created on another node
+// differs only by placement.
+func TestDefaultMasksPodTopologyLabels(t *testing.T) {
+	pod := model.Object{"kind": "Pod", "metadata": map[string]any{"name": "cache-0", "labels": map[string]any{
+		"app": "valkey", "topology.kubernetes.io/zone": "zone-c", "topology.kubernetes.io/region": "local"}}}
+	got := Mask(pod, DefaultMasks())
+	labels := got["metadata"].(map[string]any)["labels"].(map[string]any)
+	if _, ok := labels["topology.kubernetes.io/zone"]; ok {
+		t.Errorf("zone label not masked: %v", labels)
+	}
+	if _, ok := labels["topology.kubernetes.io/region"]; ok {
+		t.Errorf("region label not masked: %v", labels)
+	}
+	if labels["app"] != "valkey" {
+		t.Errorf("other labels must stay: %v", labels)
+	}
+}

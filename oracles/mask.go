@@ -130,7 +130,7 @@ func (r maskRule) appliesTo(kind, name string) bool {
 // DefaultMasks are the fields that differ between two runs reaching the same
 // state on any operator: object identity (uid, resourceVersion, creation time,
 // managed fields, generation, owner uids), observed generations, every
-// timestamp, pod placement and addresses, container ids and restart history,
+// timestamp, pod placement (node, and the topology labels copied from it) and addresses, container ids and restart history,
 // Service cluster IPs and node ports, bound volume names, a StatefulSet's
 // current revision (history under OnDelete) and the namespace's root CA. The oracles always apply them; LearnMasks finds the rest.
 func DefaultMasks() []string {
@@ -152,6 +152,9 @@ func DefaultMasks() []string {
 		"status.conditions[*].lastProbeTime",
 		"status.conditions[*].lastHeartbeatTime",
 		"Pod/*/spec.nodeName",
+		// Copied from the node the pod was bound to (PodTopologyLabelsAdmission).
+		`Pod/*/metadata.labels["topology.kubernetes.io/zone"]`,
+		`Pod/*/metadata.labels["topology.kubernetes.io/region"]`,
 		"Pod/*/status.podIP",
 		"Pod/*/status.podIPs",
 		"Pod/*/status.hostIP",

@@ -22,6 +22,9 @@ type Ref struct {
 	APIVersion string
 	Kind       string
 	Name       string
+	// Key is the key the reference selects in the Secret or ConfigMap (a key
+	// selector's "key" beside its "name"), at KeyPath; "" when none.
+	Key, KeyPath string
 }
 
 // inferred maps a field name, or the name of the object holding a "name" field,
@@ -39,7 +42,8 @@ var (
 // ReferencesIn lists the object references in a desired state: the target's
 // declared References and the ones inferred from field names (a "secretName" or
 // "configMapName" string; the "name" of an object whose field name ends with
-// secret, secretRef, secretKeyRef, configMap, configMapRef or configMapKeyRef).
+// secret, secretRef, secretKeyRef, configMap, configMapRef or configMapKeyRef,
+// with the "key" beside it when there is one).
 // Plural holders (imagePullSecrets) are not references a missing object breaks.
 func (t *Target) ReferencesIn(d map[string]any) []Ref {
 	declared := map[string]Reference{}
@@ -48,16 +52,17 @@ func (t *Target) ReferencesIn(d map[string]any) []Ref {
 	}
 	var out []Ref
 	// key is the field holding v; holder is the field holding the object that holds v.
-	var walk func(path, generic, key, holder string, v any)
-	walk = func(path, generic, key, holder string, v any) {
+	// parent is the object holding v.
+	var walk func(path, generic, key, holder string, parent map[string]any, v any)
+	walk = func(path, generic, key, holder string, parent map[string]any, v any) {
 		switch x := v.(type) {
 		case map[string]any:
 			for k, c := range x {
-				walk(path+"."+k, generic+"."+k, k, key, c)
+				walk(path+"."+k, generic+"."+k, k, key, x, c)
 			}
 		case []any:
 			for i, c := range x {
-				walk(path+"["+strconv.Itoa(i)+"]", generic+"[]", key, holder, c)
+				walk(path+"["+strconv.Itoa(i)+"]", generic+"[]", key, holder, nil, c)
 			}
 		case string:
 			if x == "" {
@@ -78,14 +83,18 @@ func (t *Target) ReferencesIn(d map[string]any) []Ref {
 			}
 			for _, h := range holderSuffixes {
 				if strings.HasSuffix(strings.ToLower(holder), h.suffix) {
-					out = append(out, Ref{Path: p, APIVersion: "v1", Kind: h.kind, Name: x})
+					ref := Ref{Path: p, APIVersion: "v1", Kind: h.kind, Name: x}
+					if k, ok := parent["key"].(string); ok && k != "" {
+						ref.Key, ref.KeyPath = k, strings.TrimSuffix(p, "name")+"key"
+					}
+					out = append(out, ref)
 					return
 				}
 			}
 		}
 	}
 	if spec, ok := d["spec"]; ok {
-		walk(".spec", ".spec", "spec", "", spec)
+		walk(".spec", ".spec", "spec", "", nil, spec)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out

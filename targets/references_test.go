@@ -14,7 +14,7 @@ func TestReferencesIn(t *testing.T) {
 	}{
 		{"none", map[string]any{"spec": map[string]any{"replicas": int64(3), "name": "x"}}, nil},
 		{"secret key selector", map[string]any{"spec": map[string]any{"auth": map[string]any{"passwordSecret": map[string]any{"name": "pw", "key": "password"}}}},
-			[]Ref{{Path: "spec.auth.passwordSecret.name", APIVersion: "v1", Kind: "Secret", Name: "pw"}}},
+			[]Ref{{Path: "spec.auth.passwordSecret.name", APIVersion: "v1", Kind: "Secret", Name: "pw", Key: "password", KeyPath: "spec.auth.passwordSecret.key"}}},
 		{"secretName and configMapRef", map[string]any{"spec": map[string]any{
 			"tls":  map[string]any{"secretName": "certs"},
 			"conf": map[string]any{"configMapRef": map[string]any{"name": "cm"}},
@@ -24,7 +24,7 @@ func TestReferencesIn(t *testing.T) {
 		}},
 		{"list items keep their index", map[string]any{"spec": map[string]any{"env": []any{
 			map[string]any{"valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": "s1", "key": "k"}}},
-		}}}, []Ref{{Path: "spec.env[0].valueFrom.secretKeyRef.name", APIVersion: "v1", Kind: "Secret", Name: "s1"}}},
+		}}}, []Ref{{Path: "spec.env[0].valueFrom.secretKeyRef.name", APIVersion: "v1", Kind: "Secret", Name: "s1", Key: "k", KeyPath: "spec.env[0].valueFrom.secretKeyRef.key"}}},
 		{"plural holders are not references", map[string]any{"spec": map[string]any{"imagePullSecrets": []any{map[string]any{"name": "reg"}}}}, nil},
 		{"declared", map[string]any{"spec": map[string]any{"backup": map[string]any{"target": "claim"}}},
 			[]Ref{{Path: "spec.backup.target", APIVersion: "v1", Kind: "PersistentVolumeClaim", Name: "claim"}}},

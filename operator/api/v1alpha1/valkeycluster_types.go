@@ -235,6 +235,8 @@ type TLSSpec struct {
 }
 
 // AuthSpec configures password authentication.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.passwordSecret) || (has(self.passwordSecret.name) && size(self.passwordSecret.name) > 0 && size(self.passwordSecret.key) > 0)",message="auth.passwordSecret needs the name of a Secret in the cluster's namespace and a key in it"
 type AuthSpec struct {
 	// PasswordSecret selects the key of a Secret that holds the password.
 	// +optional
