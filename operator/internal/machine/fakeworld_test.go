@@ -142,6 +142,14 @@ func (w *fakeWorld) pods(ns string) []*corev1.Pod {
 
 func (w *fakeWorld) exec(req Request) Response {
 	w.events = append(w.events, req.Events...)
+	if why := rbacCheck(req); why != "" { // as the API server would refuse it
+		w.violations = append(w.violations, why)
+		var o any = req.Object
+		if req.Kind == List {
+			o = req.List
+		}
+		return Response{Err: apierrors.NewForbidden(gr(o), "", errors.New(why))}
+	}
 	switch req.Kind {
 	case Get:
 		o, ok := w.objs[keyOf(req.Object)]
