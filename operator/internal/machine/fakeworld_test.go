@@ -406,7 +406,10 @@ func (w *fakeWorld) valkey(cmd *ValkeyCommand) Response {
 		case pw == "nopass":
 			s.password, s.extraPassword = "", ""
 		case strings.HasPrefix(pw, ">"):
-			if s.password != pw[1:] {
+			switch {
+			case s.password == "": // ends nopass
+				s.password = pw[1:]
+			case s.password != pw[1:]:
 				s.extraPassword = pw[1:]
 			}
 		case strings.HasPrefix(pw, "<"):
@@ -463,7 +466,7 @@ func (w *fakeWorld) sync() {
 				continue
 			}
 			m := w.servers[s.masterHost]
-			if m == nil || !m.up || s.masterPort != conf.Port || (m.role == "slave" && !m.linkUp) {
+			if m == nil || !m.up || s.masterPort != conf.Port || (m.role == "slave" && !m.linkUp) || !authOK(m, s.config["masterauth"]) {
 				s.linkUp = false
 				continue
 			}
@@ -472,6 +475,15 @@ func (w *fakeWorld) sync() {
 			s.offset = m.offset
 		}
 	}
+}
+
+// authOK: a replica sending masterauth (AUTH <password>, the two-argument form)
+// is accepted by m. Redis refuses that form when m has no password at all.
+func authOK(m *fakeServer, masterauth string) bool {
+	if m.password == "" {
+		return masterauth == ""
+	}
+	return masterauth == m.password || (m.extraPassword != "" && masterauth == m.extraPassword)
 }
 
 func copyData(m map[string]string) map[string]string {
@@ -593,6 +605,7 @@ func (w *fakeWorld) settleSTS(ns string, sts *appsv1.StatefulSet) {
 		srv := &fakeServer{ip: ip, pod: name, up: true, role: "slave", masterHost: conf.FenceHost, masterPort: conf.FencePort,
 			data: map[string]string{}, runid: fmt.Sprintf("%040x", w.nextIP*7919%1000003), priority: 100,
 			config: copyData(knownConfig), replid: "fresh-" + name, password: password}
+		srv.config["masterauth"] = password // auth.conf: requirepass and masterauth
 		// The file's settings.
 		if cm, ok := w.objs["ConfigMap/"+ns+"/"+sts.Name+"-config"]; ok {
 			a, _ := conf.ParseApplied(cm.(*corev1.ConfigMap).Data[conf.AppliedKey])

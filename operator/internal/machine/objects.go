@@ -158,21 +158,24 @@ func (p *pass) secrets() {
 			p.block("PasswordSecretMissing", fmt.Sprintf("Secret %q has no key %q (spec.auth.passwordSecret)", ref.Name, ref.Key), 15*time.Second)
 		}
 		p.w.password = string(pw)
+		// The auth Secret records the password the servers are set up with; the
+		// password rotation rewrites it, not this. Auth switched on for servers that
+		// already run without one is recorded as "" (no password), so the rotation
+		// sets it live on every server before any restarted pod requires it.
 		cur := p.ensure("auth-secret", &corev1.Secret{ObjectMeta: nn(c, resources.AuthSecretName(c))}, true,
-			func() client.Object { return resources.MakeAuthSecret(p.desired()) },
+			func() client.Object {
+				d := p.desired()
+				if p.w.status.Primary != "" {
+					d.Password = ""
+				}
+				return resources.MakeAuthSecret(d)
+			},
 			func(o client.Object) (client.Object, bool) {
-				// The auth Secret is rewritten by the password rotation, not here.
 				d := p.desired()
 				d.Password = resources.PasswordFromAuthSecret(o.(*corev1.Secret))
-				if d.Password == "" {
-					d.Password = p.w.password
-				}
 				return resources.UpdateAuthSecret(d, o.(*corev1.Secret))
 			})
 		p.w.current = resources.PasswordFromAuthSecret(cur.(*corev1.Secret))
-		if p.w.current == "" {
-			p.w.current = p.w.password
-		}
 	}
 	if c.Spec.Auth.PasswordSecret == nil {
 		// Auth switched off: the servers keep the password they were set up with

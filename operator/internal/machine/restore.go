@@ -157,11 +157,12 @@ func (p *pass) removePassword() {
 	p.w.current = ""
 }
 
-// rotatePassword moves the servers from the password they were set up with to
-// the one of spec.auth.passwordSecret without a restart and without refusing
-// anyone: the new password is added (ACL SETUSER default >new) and used towards
-// the primary (CONFIG SET masterauth) on every pod, then the old one is removed,
-// and only then the auth Secret (what restarting servers read) is rewritten.
+// rotatePassword moves the servers from the password they were set up with (""
+// when auth is switched on) to the one of spec.auth.passwordSecret without a
+// restart and without refusing anyone: the new password is added (ACL SETUSER
+// default >new, which also ends nopass) and used towards the primary (CONFIG SET
+// masterauth) on every pod, then the old one is removed, and only then the auth
+// Secret (what restarting servers read) is rewritten.
 // Every step is idempotent, so a crash at any point converges.
 func (p *pass) rotatePassword() {
 	if p.w.current == p.w.password {
@@ -189,7 +190,7 @@ func (p *pass) rotatePassword() {
 		}
 	}
 	for _, r := range p.w.pods {
-		if !r.observed {
+		if !r.observed || p.w.current == "" { // from no password: adding one ended nopass
 			continue
 		}
 		_, err := p.valkeyCmd("rotate:remove:"+r.name, *r, "remove the old password", "ACL", "SETUSER", "default", "<"+p.w.current)

@@ -91,7 +91,7 @@ func MakeBackupPod(b *v1alpha1.ValkeyBackup, c *v1alpha1.ValkeyCluster, primaryI
 	}
 	var auth string
 	if c.Spec.Auth.PasswordSecret != nil {
-		auth = fmt.Sprintf("REDISCLI_AUTH=$(cat %s); VALKEYCLI_AUTH=$REDISCLI_AUTH; export REDISCLI_AUTH VALKEYCLI_AUTH\n", conf.PasswordFile)
+		auth = fmt.Sprintf("if [ -s %[1]s ]; then REDISCLI_AUTH=$(cat %[1]s); VALKEYCLI_AUTH=$REDISCLI_AUTH; export REDISCLI_AUTH VALKEYCLI_AUTH; fi\n", conf.PasswordFile)
 	}
 	script := `set -eu
 cli=valkey-cli; command -v valkey-cli >/dev/null 2>&1 || cli=redis-cli

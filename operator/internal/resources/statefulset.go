@@ -19,13 +19,14 @@ func metaSelector(l map[string]string) *metav1.LabelSelector {
 
 // cliPrelude sets up the shell helpers of the probes and hooks: the CLI of the
 // image (valkey-cli, or redis-cli in Redis images), the password from the mounted
-// auth Secret (read at each run, so a rotated password is picked up), TLS flags.
+// auth Secret (read at each run, so a rotated password is picked up; empty while
+// auth is being switched on), TLS flags.
 func cliPrelude(d Desired) string {
 	s := d.Cluster.Spec
 	var b strings.Builder
 	b.WriteString("cli=valkey-cli; command -v valkey-cli >/dev/null 2>&1 || cli=redis-cli\n")
 	if s.Auth.PasswordSecret != nil {
-		fmt.Fprintf(&b, "if [ -r %s ]; then REDISCLI_AUTH=$(cat %s); VALKEYCLI_AUTH=$REDISCLI_AUTH; export REDISCLI_AUTH VALKEYCLI_AUTH; fi\n", conf.PasswordFile, conf.PasswordFile)
+		fmt.Fprintf(&b, "if [ -s %s ]; then REDISCLI_AUTH=$(cat %s); VALKEYCLI_AUTH=$REDISCLI_AUTH; export REDISCLI_AUTH VALKEYCLI_AUTH; fi\n", conf.PasswordFile, conf.PasswordFile)
 	}
 	flags := fmt.Sprintf("-h 127.0.0.1 -p %d", conf.Port)
 	if s.TLS.Enabled {
