@@ -37,6 +37,13 @@ func inSync(m model.Member) bool {
 	return m.Reachable && (m.Role == model.RolePrimary || (m.Role == model.RoleReplica && m.LinkUp))
 }
 
+// monitorLockedOut: the monitor could not authenticate (a password switch is
+// under way): the reading says nothing about whether the server serves. The
+// text is the one of the Valkey monitor's valkeyconn.ErrAuth.
+func monitorLockedOut(m model.Member) bool {
+	return !m.Reachable && strings.Contains(m.Error, "authentication failed")
+}
+
 // Check judges t's readings.
 func (*RollSafety) Check(ctx context.Context, t *model.Transition) []model.Finding {
 	if t == nil || t.Step == nil || len(t.Step.Faults) > 0 || len(t.Samples) == 0 || ctx.Err() != nil {
@@ -72,7 +79,7 @@ func (*RollSafety) Check(ctx context.Context, t *model.Transition) []model.Findi
 		var out []string
 		var ev []model.Evidence
 		for _, m := range smp.Members {
-			if !steady[m.Pod] || inSync(m) {
+			if !steady[m.Pod] || inSync(m) || monitorLockedOut(m) {
 				continue
 			}
 			out = append(out, m.Pod)

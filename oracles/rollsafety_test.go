@@ -21,6 +21,10 @@ func TestRollSafety(t *testing.T) {
 	oneDown := reading(mem("v-0", "primary", true), mem("v-1", "", false), mem("v-2", "replica", true))
 	twoDown := reading(mem("v-0", "primary", true), mem("v-1", "", false), mem("v-2", "replica", true))
 	twoDown.Members[2].LinkUp = false
+	lockedOut := reading(mem("v-0", "", false), mem("v-1", "", false), mem("v-2", "", false))
+	for i := range lockedOut.Members {
+		lockedOut.Members[i].Error = "authentication failed: the password from spec.auth.passwordSecret does not match the server's"
+	}
 	joined := reading(mem("v-0", "primary", true), mem("v-1", "replica", true), mem("v-2", "", false), mem("v-3", "", false), mem("v-4", "", false))
 	cases := []struct {
 		name    string
@@ -37,6 +41,7 @@ func TestRollSafety(t *testing.T) {
 		{"re-creation replaces everything", model.StepRecreate, nil, []model.SystemSample{synced, twoDown}, false},
 		{"two servers", model.StepApply, nil, []model.SystemSample{reading(mem("v-0", "primary", true), mem("v-1", "replica", true)), reading(mem("v-0", "", false), mem("v-1", "", false))}, false},
 		{"no readings", model.StepApply, nil, nil, false},
+		{"a password switch locks the monitor out, not the clients", model.StepApply, nil, []model.SystemSample{synced, lockedOut}, false},
 	}
 	for _, c := range cases {
 		tr := &model.Transition{Step: &model.Step{Kind: c.kind, Faults: c.faults}, Samples: c.samples}
