@@ -186,7 +186,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 
-	r := &runner{cfg: cfg, target: cfg.Target, journal: j, dir: dir, base: plan.Base, lastAppend: new(atomic.Int64)}
+	r := &runner{cfg: cfg, target: cfg.Target, journal: j, dir: dir, base: plan.Base, lastAppend: new(atomic.Int64), publishesGen: new(atomic.Bool)}
 	r.oracles = append(append([]oracles.Oracle{}, cfg.Oracles...), cfg.Target.Oracles...)
 	for _, rec := range recs {
 		if rec.Type == RecCalibration {

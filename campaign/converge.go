@@ -100,9 +100,12 @@ func decide(o ConvergeOptions, quiet time.Duration, notReady []string, genOK boo
 
 // waitConverged blocks until the system converges or settles, or the timeout
 // expires. objects returns the current objects (the informer caches); it is
-// called after quiet periods only. It returns the time of the last change
-// (the convergence time) and the readiness problems left when it settled.
-func waitConverged(ctx context.Context, o ConvergeOptions, q *quietTracker, start time.Time, objects func() (map[string]model.Object, string)) (time.Time, []string, error) {
+// called after quiet periods only. requireGen waits for the CR's
+// status.observedGeneration even while it is absent (the operator is known to
+// publish it: a re-created CR has none until the operator's first pass). It
+// returns the time of the last change (the convergence time) and the readiness
+// problems left when it settled.
+func waitConverged(ctx context.Context, o ConvergeOptions, q *quietTracker, start time.Time, objects func() (map[string]model.Object, string), requireGen bool) (time.Time, []string, error) {
 	o = o.withDefaults()
 	deadline := start.Add(o.Timeout)
 	for {
@@ -116,7 +119,7 @@ func waitConverged(ctx context.Context, o ConvergeOptions, q *quietTracker, star
 		genOK := true
 		if quiet >= o.Quiet {
 			objs, cr := objects()
-			notReady, genOK = readiness(objs, cr)
+			notReady, genOK = readiness(objs, cr, requireGen)
 			switch decide(o, quiet, notReady, genOK) {
 			case converged:
 				return last, nil, nil
@@ -126,9 +129,9 @@ func waitConverged(ctx context.Context, o ConvergeOptions, q *quietTracker, star
 		}
 		if now.After(deadline) {
 			objs, cr := objects()
-			notReady, genOK = readiness(objs, cr)
+			notReady, genOK = readiness(objs, cr, requireGen)
 			if !genOK {
-				notReady = append(notReady, "custom resource status.observedGeneration lags metadata.generation")
+				notReady = append(notReady, "custom resource status.observedGeneration lags metadata.generation (or is not published yet)")
 			}
 			return time.Time{}, notReady, fmt.Errorf("after %s (last change %s ago; not ready: %v): %w", o.Timeout, quiet.Round(time.Millisecond), notReady, ErrConvergenceTimeout)
 		}
@@ -153,8 +156,9 @@ func waitConverged(ctx context.Context, o ConvergeOptions, q *quietTracker, star
 
 // readiness lists what is not ready among objs (pods, Deployments,
 // StatefulSets, DaemonSets) and whether the CR (key cr) reports its current
-// generation, where its status publishes observedGeneration at all.
-func readiness(objs map[string]model.Object, cr string) ([]string, bool) {
+// generation, where its status publishes observedGeneration at all (always,
+// with requireGen).
+func readiness(objs map[string]model.Object, cr string, requireGen bool) ([]string, bool) {
 	var out []string
 	genOK := true
 	for key, o := range objs {
@@ -168,7 +172,7 @@ func readiness(objs map[string]model.Object, cr string) ([]string, bool) {
 		}
 		if key == cr {
 			gen, _ := num(get(o, "metadata", "generation"))
-			if og, ok := num(get(o, "status", "observedGeneration")); ok && og < gen {
+			if og, ok := num(get(o, "status", "observedGeneration")); (ok && og < gen) || (!ok && requireGen) {
 				genOK = false
 			}
 			continue

@@ -58,7 +58,7 @@ func TestWaitConverged(t *testing.T) {
 			if len(tt.touches) > 0 && tt.touches[len(tt.touches)-1] < time.Second {
 				lastTouch = start.Add(tt.touches[len(tt.touches)-1])
 			}
-			at, notReady, err := waitConverged(ctx, opts, q, start, func() (map[string]model.Object, string) { return tt.objs, cr })
+			at, notReady, err := waitConverged(ctx, opts, q, start, func() (map[string]model.Object, string) { return tt.objs, cr }, false)
 			elapsed := time.Since(start)
 			cancel()
 			<-done
@@ -89,7 +89,7 @@ func TestWaitConverged(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		go func() { time.Sleep(50 * time.Millisecond); cancel() }()
 		start := time.Now()
-		_, _, err := waitConverged(ctx, opts, newQuietTracker(start), start, func() (map[string]model.Object, string) { return nil, cr })
+		_, _, err := waitConverged(ctx, opts, newQuietTracker(start), start, func() (map[string]model.Object, string) { return nil, cr }, false)
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("err = %v, want context.Canceled", err)
 		}

@@ -339,9 +339,14 @@ func (s *session) pickPod(ctx context.Context, p FaultPlan, d model.Object) (str
 
 // wait blocks until the session's namespace converges after start.
 func (s *session) wait(ctx context.Context, start time.Time) (time.Time, []string, error) {
-	return waitConverged(ctx, s.r.cfg.Converge, s.watch.q, start, func() (map[string]model.Object, string) {
-		return s.watch.objects(), s.crKey
-	})
+	at, notReady, err := waitConverged(ctx, s.r.cfg.Converge, s.watch.q, start, func() (map[string]model.Object, string) {
+		objs := s.watch.objects()
+		if _, ok := num(get(objs[s.crKey], "status", "observedGeneration")); ok {
+			s.r.publishesGen.Store(true)
+		}
+		return objs, s.crKey
+	}, s.r.publishesGen.Load())
+	return at, notReady, err
 }
 
 // sleep waits d or until ctx ends.

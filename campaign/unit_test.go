@@ -53,8 +53,13 @@ func TestReadiness(t *testing.T) {
 		{"rolling", map[string]model.Object{sts: {"metadata": map[string]any{"generation": int64(2)}, "spec": map[string]any{"replicas": int64(1)},
 			"status": map[string]any{"observedGeneration": int64(2), "readyReplicas": int64(1), "updatedReplicas": int64(1), "replicas": int64(1), "currentRevision": "a", "updateRevision": "b"}}}, false, true},
 	}
+	// A re-created CR has no status until the operator's first pass: once the
+	// operator is known to publish observedGeneration, that is not converged.
+	if _, gen := readiness(map[string]model.Object{cr: {"metadata": map[string]any{"generation": int64(1)}}}, cr, true); gen {
+		t.Error("a CR without status.observedGeneration counts as observed although the operator publishes it")
+	}
 	for _, tt := range tests {
-		nr, gen := readiness(tt.objs, cr)
+		nr, gen := readiness(tt.objs, cr, false)
 		if (len(nr) == 0) != tt.wantReady || gen != tt.wantGen {
 			t.Errorf("%s: readiness = %v, %v; want ready %v gen %v", tt.name, nr, gen, tt.wantReady, tt.wantGen)
 		}

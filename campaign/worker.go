@@ -36,12 +36,16 @@ type env struct {
 // runner executes steps; it is shared by workers, differential runs,
 // calibration and reproducer replays.
 type runner struct {
-	cfg     Config
-	target  *targets.Target
-	oracles []oracles.Oracle
-	journal *Journal // nil for replays that record nothing
-	dir     string   // results folder ("" records no files)
-	masks   []string
+	// publishesGen: the target's CR has shown status.observedGeneration in some
+	// session; convergence then waits for it even when a new or re-created CR
+	// has no status yet.
+	publishesGen *atomic.Bool
+	cfg          Config
+	target       *targets.Target
+	oracles      []oracles.Oracle
+	journal      *Journal // nil for replays that record nothing
+	dir          string   // results folder ("" records no files)
+	masks        []string
 	// base is the seed desired state D0.
 	base model.Object
 	// faultKinds are the fault kinds drawn from (supported by the back end).
@@ -152,9 +156,7 @@ func (s *session) declare(ctx context.Context, d model.Object, recreate bool) (s
 			s.crKey = objectKey(obj, m.GroupVersionKind.Group, m.GroupVersionKind.Version, m.GroupVersionKind.Kind)
 		}
 	}
-	converged, notReady, err = waitConverged(ctx, s.r.cfg.Converge, s.watch.q, started, func() (map[string]model.Object, string) {
-		return s.watch.objects(), s.crKey
-	})
+	converged, notReady, err = s.wait(ctx, started)
 	return started, converged, notReady, err
 }
 
