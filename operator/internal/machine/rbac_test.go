@@ -44,23 +44,16 @@ func apiGroupOf(kind string) string {
 // rbacCheck returns why the operator's ClusterRole forbids req ("" when it
 // allows it, or when req is no API request).
 func rbacCheck(req Request) string {
-	var verb, kind string
-	switch req.Kind {
-	case Get:
-		verb, kind = "get", kindOf(req.Object)
-	case List:
-		verb, kind = "list", kindOf(req.List)
-	case Create:
-		verb, kind = "create", kindOf(req.Object)
-	case Update:
-		verb, kind = "update", kindOf(req.Object)
-	case UpdateStatus:
-		verb, kind = "update", kindOf(req.Object)
-	case Delete:
-		verb, kind = "delete", kindOf(req.Object)
-	default:
+	verbs := map[Kind]string{Get: "get", List: "list", Create: "create", Update: "update", UpdateStatus: "update", Delete: "delete"}
+	verb, ok := verbs[req.Kind]
+	if !ok {
 		return ""
 	}
+	var obj any = req.Object
+	if req.Kind == List {
+		obj = req.List
+	}
+	kind := kindOf(obj)
 	role, err := loadRole()
 	if err != nil {
 		return fmt.Sprintf("RBAC: cannot read the operator's role: %v", err)

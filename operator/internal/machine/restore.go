@@ -127,11 +127,8 @@ func (p *pass) firstPod() *podRef {
 // sending one to the primary, and only then is the auth Secret deleted (the
 // servers restarted by the roll no longer include it). Idempotent like the rotation.
 func (p *pass) removePassword() {
-	for _, r := range p.w.pods {
-		if r.running && !r.observed && r.pod.DeletionTimestamp == nil {
-			p.w.wantRequeue(time.Second)
-			return // every pod must take part
-		}
+	if !p.everyPodObserved() {
+		return // every pod must take part
 	}
 	for _, r := range p.w.pods {
 		if !r.observed {
@@ -157,6 +154,18 @@ func (p *pass) removePassword() {
 	p.w.current = ""
 }
 
+// everyPodObserved: every running pod answered INFO in this pass (else the next
+// pass is asked for soon).
+func (p *pass) everyPodObserved() bool {
+	for _, r := range p.w.pods {
+		if r.running && !r.observed && r.pod.DeletionTimestamp == nil {
+			p.w.wantRequeue(time.Second)
+			return false
+		}
+	}
+	return true
+}
+
 // rotatePassword moves the servers from the password they were set up with (""
 // when auth is switched on) to the one of spec.auth.passwordSecret without a
 // restart and without refusing anyone: the new password is added (ACL SETUSER
@@ -172,11 +181,8 @@ func (p *pass) rotatePassword() {
 		p.removePassword()
 		return
 	}
-	for _, r := range p.w.pods {
-		if r.running && !r.observed && r.pod.DeletionTimestamp == nil {
-			p.w.wantRequeue(time.Second)
-			return // every pod must take part
-		}
+	if !p.everyPodObserved() {
+		return // every pod must take part
 	}
 	for _, r := range p.w.pods {
 		if !r.observed {
