@@ -9,17 +9,27 @@ K8S_VERSION := $(shell awk '$$1=="k8s.io/kubernetes"{print $$2}' build/controlpl
 CONTROLPLANE_DIR := $(CACHE_DIR)/controlplane/$(K8S_VERSION)
 BIN := bin
 TEST_TIMEOUT ?= 60m
+GOTESTSUM_VERSION := v1.13.0
+GOTESTSUM := $(CACHE_DIR)/tools/gotestsum-$(GOTESTSUM_VERSION)/gotestsum
+# The test run's events (go test -json), read by hack/skipcheck.
+TEST_EVENTS ?= $(CACHE_DIR)/test-events.json
 
 export GAUNTLET_CACHE_DIR := $(CACHE_DIR)
 export GAUNTLET_OPERATOR_BINARY := $(CURDIR)/$(BIN)/valkey-operator
 
-.PHONY: all deps controlplane build demo test test-unit bench bench-bugs vet fmt clean
+.PHONY: all deps tools controlplane build demo test test-unit bench bench-bugs vet fmt clean
 
 all: build
 
 ## deps: Debian packages (valkey-server or redis-server, nftables, iproute2, util-linux)
 deps:
 	@bash hack/setup.sh
+
+## tools: gotestsum (pinned, from the Go module proxy), which runs and summarises the tests
+tools: $(GOTESTSUM)
+$(GOTESTSUM):
+	@echo "tools: installing gotestsum $(GOTESTSUM_VERSION) (first time only)..." >&2
+	@GOBIN=$(dir $(GOTESTSUM)) $(GO) install gotest.tools/gotestsum@$(GOTESTSUM_VERSION)
 
 ## controlplane: build etcd and the Kubernetes control plane from pinned modules (cached)
 controlplane:
@@ -37,12 +47,18 @@ build:
 demo: deps controlplane build
 	@$(BIN)/gauntlet demo
 
-## test: every test, end-to-end ones included (needs root)
-test: deps controlplane build
+## test: every test, end-to-end ones included (needs root). In CI (CI=true) any skip not
+## listed in .ci/allowed-skips fails the run (hack/skipcheck), and so does an
+## end-to-end test whose environment is missing (internal/testenv).
+test: deps tools controlplane build
 	@echo "test: go vet" >&2
 	@$(GO) vet ./...
 	@echo "test: go test ./... (end-to-end tests start real clusters; this takes a few minutes)" >&2
-	@$(GO) test -timeout $(TEST_TIMEOUT) -count=1 ./...
+	@mkdir -p $(dir $(TEST_EVENTS))
+	@rc=0; $(GOTESTSUM) --format pkgname-and-test-fails --format-hide-empty-pkg --jsonfile $(TEST_EVENTS) -- \
+		-timeout $(TEST_TIMEOUT) -count=1 ./... || rc=$$?; \
+	$(GO) run ./hack/skipcheck -allow .ci/allowed-skips $(TEST_EVENTS) || { [[ $$rc -ne 0 ]] || rc=1; }; \
+	exit $$rc
 
 ## test-unit: fast tests only (no clusters)
 test-unit:

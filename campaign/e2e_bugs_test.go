@@ -12,6 +12,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/campaign"
 	"github.com/gauntlet-dev/gauntlet/campaign/bugs"
 	"github.com/gauntlet-dev/gauntlet/cluster/local"
+	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 	"github.com/gauntlet-dev/gauntlet/targets"
 )
 
@@ -61,19 +62,9 @@ func TestE2ECatchesSeededFailoverBug(t *testing.T) {
 // campaign for the first n of its test cases (with its faults).
 func runSeededBug(ctx context.Context, t *testing.T, name string, minimize bool, n int) (campaign.Config, *campaign.Result, string) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("end-to-end test skipped in -short mode")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("end-to-end tests need root (the embedded cluster uses network and mount namespaces)")
-	}
-	binDir := os.Getenv("GAUNTLET_CONTROLPLANE_BIN")
-	if binDir == "" {
-		binDir = local.ControlPlaneBinDir()
-	}
-	if _, err := os.Stat(filepath.Join(binDir, "kube-apiserver")); err != nil {
-		t.Skipf("control plane not built (run `make controlplane`): %v", err)
-	}
+	testenv.SkipShort(t)
+	testenv.NeedRoot(t)
+	testenv.NeedE2E(t, local.ControlPlaneBinDir())
 	root, err := targets.FindRepoRoot(".")
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/cluster/local"
 	"github.com/gauntlet-dev/gauntlet/inputgen"
+	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 	"github.com/gauntlet-dev/gauntlet/model"
 	"github.com/gauntlet-dev/gauntlet/targets"
 )
@@ -98,9 +99,7 @@ func appliedSteps(recs []Record) int {
 }
 
 func TestE2EResumeAfterSIGKILL(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped in -short mode")
-	}
+	testenv.SkipShort(t)
 	state := t.TempDir()
 	out := filepath.Join(t.TempDir(), "results")
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -109,7 +108,7 @@ func TestE2EResumeAfterSIGKILL(t *testing.T) {
 	}
 	cfg, err := resumeConfig(out, state, log)
 	if err != nil {
-		t.Skip(err)
+		testenv.Unavailable(t, "%v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/cluster/local"
 	"github.com/gauntlet-dev/gauntlet/inputgen"
+	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 	"github.com/gauntlet-dev/gauntlet/model"
 	"github.com/gauntlet-dev/gauntlet/targets"
 )
@@ -30,19 +31,9 @@ func TestMain(m *testing.M) {
 // valkey target and a provider.
 func e2eSetup(t *testing.T) (*targets.Target, local.Provider) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("end-to-end test skipped in -short mode")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("end-to-end tests need root (the embedded cluster uses network and mount namespaces)")
-	}
-	binDir := os.Getenv("GAUNTLET_CONTROLPLANE_BIN")
-	if binDir == "" {
-		binDir = local.ControlPlaneBinDir()
-	}
-	if _, err := os.Stat(filepath.Join(binDir, "kube-apiserver")); err != nil {
-		t.Skipf("control plane not built (run `make controlplane`): %v", err)
-	}
+	testenv.SkipShort(t)
+	testenv.NeedRoot(t)
+	testenv.NeedE2E(t, local.ControlPlaneBinDir())
 	root, err := targets.FindRepoRoot(".")
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +43,7 @@ func e2eSetup(t *testing.T) (*targets.Target, local.Provider) {
 		bin = filepath.Join(root, "bin", "valkey-operator")
 	}
 	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("operator binary not built (run `make build`): %v", err)
+		testenv.Unavailable(t, "operator binary not built (run `make build`): %v", err)
 	}
 	tg, err := targets.Valkey(root)
 	if err != nil {

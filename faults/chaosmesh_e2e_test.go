@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/gauntlet-dev/gauntlet/cluster/kind"
+	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 )
 
 // TestE2EChaosMesh injects and removes every fault kind through Chaos Mesh in a
@@ -29,19 +30,17 @@ import (
 // container engine (it skips when `docker info` fails) and helm on PATH, and
 // downloads the Chaos Mesh chart and the busybox image.
 func TestE2EChaosMesh(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped in -short mode")
-	}
+	testenv.SkipShort(t)
 	ctx := context.Background()
 	if err := kind.Available(ctx); err != nil {
 		if !errors.Is(err, kind.ErrNoEngine) {
 			t.Fatalf("kind.Available returned %v, which is not kind.ErrNoEngine", err)
 		}
-		t.Skipf("no container engine here, so no kind cluster to run Chaos Mesh in: %v", err)
+		testenv.Skip(t, testenv.Kind, "no container engine here, so no kind cluster to run Chaos Mesh in: %v", err)
 	}
 	helm, err := exec.LookPath("helm")
 	if err != nil {
-		t.Skipf("helm is needed to install Chaos Mesh into the kind cluster (%v); install helm to run this test", err)
+		testenv.Unavailable(t, "helm is needed to install Chaos Mesh into the kind cluster (%v); install helm to run this test", err)
 	}
 
 	c, err := kind.Provider{Options: kind.Options{Workers: 2}}.Create(ctx, "gauntlet-faults-e2e")

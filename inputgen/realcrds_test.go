@@ -11,6 +11,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/inputgen/crd"
 	"github.com/gauntlet-dev/gauntlet/inputgen/internal/testcrds"
+	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 )
 
 // realCase is one CRD kind of the shared real-world CRDs with its seed and examples.
@@ -28,7 +29,7 @@ func realCases(t testing.TB) []realCase {
 	t.Helper()
 	ops, err := testcrds.Operators()
 	if errors.Is(err, testcrds.ErrAbsent) {
-		t.Skipf("skipping real-CRD test: %v", err)
+		testenv.Unavailable(t, "the shared CRDs (../shared/crds) are needed for the real-CRD tests: %v", err)
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 	"github.com/gauntlet-dev/gauntlet/model"
 	"github.com/gauntlet-dev/gauntlet/monitors/internal/testserver"
 )
@@ -29,7 +30,7 @@ const (
 func needServer(t *testing.T) {
 	t.Helper()
 	if _, ok := testserver.Binary(); !ok {
-		t.Skip("no valkey-server or redis-server binary: install Debian's redis-server to run the real-server tests")
+		testenv.Unavailable(t, "no valkey-server (or redis-server) binary: `make deps` installs valkey-server")
 	}
 }
 

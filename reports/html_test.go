@@ -17,6 +17,8 @@ import (
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
+
+	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 )
 
 // pwn would mark the page if any campaign string were rendered as markup.
@@ -298,9 +300,7 @@ func TestWriteHTMLEmpty(t *testing.T) {
 // script ran under its Content-Security-Policy, and that no campaign string
 // ran as code.
 func TestReportInChromium(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: skipping the headless browser check")
-	}
+	testenv.SkipShort(t)
 	var browser string
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
@@ -309,7 +309,7 @@ func TestReportInChromium(t *testing.T) {
 		}
 	}
 	if browser == "" {
-		t.Skip("Chromium is not installed (Debian: apt-get install -y chromium): skipping the headless browser check of report.html")
+		testenv.Unavailable(t, "Chromium is not installed (Debian: apt-get install -y chromium, or `make deps`): the headless browser check of report.html needs it")
 	}
 	page, s := renderGolden(t)
 	dir := t.TempDir()

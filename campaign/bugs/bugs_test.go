@@ -11,6 +11,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/campaign"
 	"github.com/gauntlet-dev/gauntlet/cluster/local"
+	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 	"github.com/gauntlet-dev/gauntlet/targets"
 )
 
@@ -59,9 +60,7 @@ func TestPatchedFiles(t *testing.T) {
 // operator source and builds (through the overlay), and that the work tree is
 // left untouched.
 func TestPatchesApplyAndBuild(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the operator once per patch")
-	}
+	testenv.SkipShort(t)
 	root := repoRoot(t)
 	bs, err := Load(root)
 	if err != nil {
@@ -100,7 +99,7 @@ func gitStatus(t *testing.T, root string) string {
 	cmd.Dir = root
 	out, err := cmd.Output()
 	if err != nil {
-		t.Skipf("git status: %v", err)
+		testenv.Unavailable(t, "git status: %v", err)
 	}
 	return string(out)
 }
@@ -110,18 +109,9 @@ func gitStatus(t *testing.T, root string) string {
 // the table. Select bugs with GAUNTLET_BENCH_BUGS=01-resources-ignored,… .
 func TestBenchBugs(t *testing.T) {
 	if os.Getenv("GAUNTLET_BENCH_BUGS_RUN") == "" {
-		t.Skip("the seeded-bug benchmark runs a campaign per bug (about 11 minutes): run it with `make bench-bugs`")
+		testenv.Skip(t, testenv.OptIn, "the seeded-bug benchmark runs a campaign per bug (about 20 minutes): run it with `make bench-bugs`")
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("the benchmark needs root (the embedded cluster uses network and mount namespaces)")
-	}
-	binDir := os.Getenv("GAUNTLET_CONTROLPLANE_BIN")
-	if binDir == "" {
-		binDir = local.ControlPlaneBinDir()
-	}
-	if _, err := os.Stat(filepath.Join(binDir, "kube-apiserver")); err != nil {
-		t.Skipf("control plane not built (run `make controlplane`): %v", err)
-	}
+	testenv.NeedE2E(t, local.ControlPlaneBinDir())
 	o := Options{RepoRoot: repoRoot(t), WorkDir: t.TempDir(), SkipClean: os.Getenv("GAUNTLET_BENCH_SKIP_CLEAN") != ""}
 	if v := os.Getenv("GAUNTLET_BENCH_BUGS"); v != "" {
 		o.Only = strings.Split(v, ",")

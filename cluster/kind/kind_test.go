@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	kindv1 "sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
+
+	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 )
 
 func TestConfig(t *testing.T) {
@@ -44,15 +46,13 @@ func TestConfig(t *testing.T) {
 
 // TestE2EKindCluster creates a real kind cluster where a container engine runs.
 func TestE2EKindCluster(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped in -short mode")
-	}
+	testenv.SkipShort(t)
 	ctx := context.Background()
 	if err := Available(ctx); err != nil {
 		if !errors.Is(err, ErrNoEngine) {
 			t.Fatalf("Available returned %v, which is not ErrNoEngine", err)
 		}
-		t.Skipf("no container engine on this machine, kind cannot run: %v", err)
+		testenv.Skip(t, testenv.Kind, "no container engine on this machine, kind cannot run: %v", err)
 	}
 	c, err := Provider{Options: Options{Workers: 1, WaitForReady: 5 * time.Minute}}.Create(ctx, "gauntlet-kind-e2e")
 	if err != nil {

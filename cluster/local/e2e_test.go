@@ -28,6 +28,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/controlplane"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/pidfile"
+	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 	"github.com/gauntlet-dev/gauntlet/internal/valkeykit"
 )
 
@@ -118,14 +119,10 @@ func ownerMain(name, root string) int {
 
 func skipUnlessE2E(t *testing.T) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("end-to-end test skipped in -short mode")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("end-to-end tests need root (network and mount namespaces)")
-	}
+	testenv.SkipShort(t)
+	testenv.NeedRoot(t)
 	if _, err := controlplane.FindBinaries(context.Background()); errors.Is(err, controlplane.ErrBinaryMissing) {
-		t.Skipf("control plane not built (run `make controlplane`): %v", err)
+		testenv.Unavailable(t, "control plane not built (run `make controlplane`): %v", err)
 	}
 }
 
@@ -781,7 +778,7 @@ func TestE2EBadInput(t *testing.T) {
 // TestNotRootHelper runs in a child process as an unprivileged user.
 func TestNotRootHelper(t *testing.T) {
 	if os.Getenv("GAUNTLET_E2E_NOTROOT") == "" {
-		t.Skip("helper for TestE2EBadInput")
+		testenv.Skip(t, testenv.Helper, "entry point of TestE2EBadInput's child process")
 	}
 	_, err := Create(context.Background(), Options{Name: "e2e-nr", StateRoot: "/nonexistent-gauntlet-root"})
 	fmt.Println(err)

@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gauntlet-dev/gauntlet/cluster/local"
+	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 	"github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/valkey"
 )
@@ -83,12 +84,8 @@ func testLogger() *slog.Logger {
 // setup creates, once, a cluster with the operator deployed from its manifests.
 func setup(t testing.TB) client.Client {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("end-to-end test skipped in -short mode")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("end-to-end tests need root (the embedded cluster uses network and mount namespaces)")
-	}
+	testenv.SkipShort(t)
+	testenv.NeedRoot(t)
 	env.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
@@ -122,7 +119,7 @@ func setup(t testing.TB) client.Client {
 		env.err = deployOperator(ctx, cl, scheme)
 	})
 	if env.skip != "" {
-		t.Skip(env.skip)
+		testenv.Unavailable(t, "%s", env.skip)
 	}
 	if env.err != nil {
 		t.Fatal(env.err)

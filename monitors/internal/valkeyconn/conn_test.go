@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 	"github.com/gauntlet-dev/gauntlet/model"
 	"github.com/gauntlet-dev/gauntlet/monitors/internal/testserver"
 )
@@ -16,7 +17,7 @@ import (
 func needServer(t *testing.T) {
 	t.Helper()
 	if _, ok := testserver.Binary(); !ok {
-		t.Skip("no valkey-server or redis-server binary: install Debian's redis-server to run the real-server tests")
+		testenv.Unavailable(t, "no valkey-server (or redis-server) binary: `make deps` installs valkey-server")
 	}
 }
 

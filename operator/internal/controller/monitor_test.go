@@ -8,6 +8,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/valkey"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/valkeytest"
 )
@@ -17,7 +18,7 @@ import (
 // subjectively down; a new server at the address is reported up again.
 func TestMonitorDetectsDownAndRecovery(t *testing.T) {
 	if _, err := valkeytest.ServerBinary(); err != nil {
-		t.Skip(err)
+		testenv.Unavailable(t, "%v (`make deps` installs valkey-server)", err)
 	}
 	dir := t.TempDir()
 	s, err := valkeytest.Start(context.Background(), dir)

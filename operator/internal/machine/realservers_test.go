@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 
+	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 	"github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/conf"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/valkey"
@@ -37,12 +38,12 @@ type realServers struct {
 func newRealServers(t *testing.T) *realServers {
 	bin, err := valkeytest.ServerBinary()
 	if err != nil {
-		t.Skip(err)
+		testenv.Unavailable(t, "%v (`make deps` installs valkey-server)", err)
 	}
 	// Port 6379 must be free on 127.77.0.x (each pod has its own address).
 	l, err := net.Listen("tcp", "127.77.0.250:6379")
 	if err != nil {
-		t.Skipf("cannot bind 127.77.0.250:6379 (%v): the loopback-address test needs it", err)
+		testenv.Unavailable(t, "cannot bind 127.77.0.250:6379 (%v): the loopback-address test needs it free", err)
 	}
 	l.Close()
 	r := &realServers{bin: bin, dir: t.TempDir(), pool: valkey.NewPool(), cmds: map[string]*exec.Cmd{}, done: map[string]chan struct{}{}}
@@ -214,9 +215,7 @@ func realPrimaryIP(w *fakeWorld) string {
 // server: bootstrap, acknowledged writes, a live and a restart-only
 // configuration change, and a failover after SIGKILL of the primary.
 func TestRealServers(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts real servers")
-	}
+	testenv.SkipShort(t)
 	w := worldWith(newCluster(3))
 	w.real = newRealServers(t)
 	realConverge(t, w, 30*time.Second)
@@ -311,9 +310,7 @@ func TestRealServers(t *testing.T) {
 // address. Every write a replica acknowledged must survive the failover, and
 // the old process must end up refusing writes.
 func TestRealServersGhostPrimary(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts real servers")
-	}
+	testenv.SkipShort(t)
 	w := worldWith(newCluster(3))
 	w.real = newRealServers(t)
 	realConverge(t, w, 30*time.Second)

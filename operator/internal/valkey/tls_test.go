@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/valkey"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/valkeytest"
 )
@@ -80,14 +81,14 @@ func (p *pki) issue(t *testing.T, name string, ips []net.IP, dns []string) (cert
 func startTLS(t *testing.T, p *pki, cert, key string, extra ...string) *valkeytest.Server {
 	t.Helper()
 	if _, err := valkeytest.ServerBinary(); err != nil {
-		t.Skip(err)
+		testenv.Unavailable(t, "%v (`make deps` installs valkey-server)", err)
 	}
 	args := append([]string{"--tls-cert-file", cert, "--tls-key-file", key, "--tls-ca-cert-file", filepath.Join(p.dir, "ca.crt"),
 		"--tls-auth-clients", "optional", "--tls-replication", "yes"}, extra...)
 	s, err := valkeytest.StartTLS(context.Background(), t.TempDir(), args...)
 	if err != nil {
 		if strings.Contains(err.Error(), "TLS") {
-			t.Skipf("the server has no TLS support: %v", err)
+			testenv.Unavailable(t, "the server has no TLS support: %v", err)
 		}
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/valkey"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/valkeytest"
 )
@@ -15,7 +16,7 @@ import (
 func start(t *testing.T, extra ...string) *valkeytest.Server {
 	t.Helper()
 	if _, err := valkeytest.ServerBinary(); err != nil {
-		t.Skip(err)
+		testenv.Unavailable(t, "%v (`make deps` installs valkey-server)", err)
 	}
 	s, err := valkeytest.Start(context.Background(), t.TempDir(), extra...)
 	if err != nil {

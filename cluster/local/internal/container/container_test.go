@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/pidfile"
+	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -39,7 +40,7 @@ const (
 func requireRoot(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("containers need root (mount, UTS and network namespaces); run the tests as root")
+		testenv.Unavailable(t, "containers need root (mount, UTS and network namespaces); run the tests as root")
 	}
 }
 
@@ -216,7 +217,7 @@ func TestFilesystemView(t *testing.T) {
 	writeFile(t, conf, "port 6379")
 	hostVersion, err := os.ReadFile("/etc/debian_version")
 	if err != nil {
-		t.Skip("the test bind-mounts over /etc/debian_version, which this host lacks")
+		testenv.Unavailable(t, "the test bind-mounts over /etc/debian_version, which this host lacks")
 	}
 	for _, p := range []string{"/etc/valkey", "/run/secrets", "/etc/gauntlet-cow-test"} {
 		if _, err := os.Lstat(p); err == nil {
@@ -434,7 +435,7 @@ func TestStartErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.name == "working dir not accessible" {
 				if fi, err := os.Stat("/root"); err != nil || fi.Mode().Perm()&0o001 != 0 {
-					t.Skip("/root is accessible to others on this host")
+					testenv.Unavailable(t, "/root is accessible to others on this host: the test needs a folder others cannot enter")
 				}
 			}
 			spec := newSpec(base, "err"+strconv.Itoa(i), "/bin/true")
@@ -732,7 +733,7 @@ func TestExec(t *testing.T) {
 func TestNetworkNamespace(t *testing.T) {
 	base := testBase(t)
 	if _, err := exec.LookPath("unshare"); err != nil {
-		t.Skip("unshare (util-linux) is needed to create a throwaway network namespace")
+		testenv.Unavailable(t, "unshare (util-linux, `make deps`) is needed to create a throwaway network namespace")
 	}
 	nsFile := filepath.Join(base, "netns")
 	writeFile(t, nsFile, "")

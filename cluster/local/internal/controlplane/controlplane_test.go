@@ -10,13 +10,15 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 )
 
 func binariesOrSkip(t *testing.T) Binaries {
 	t.Helper()
 	b, err := FindBinaries(context.Background())
 	if errors.Is(err, ErrBinaryMissing) {
-		t.Skipf("control plane not built: %v", err)
+		testenv.Unavailable(t, "control plane not built (run `make controlplane`): %v", err)
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -41,6 +41,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/images"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/pki"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/podnet"
+	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 )
 
 // modeEnv makes the test binary act as an in-cluster client inside a pod.
@@ -134,10 +135,10 @@ func httpServer() int {
 func clusterOrSkip(t *testing.T) *testCluster {
 	t.Helper()
 	if cluster == nil {
-		t.Skip("integration tests need root and the control-plane binaries")
+		testenv.NeedRoot(t)
 	}
 	if cluster.setup != nil {
-		t.Skipf("integration cluster unavailable: %v", cluster.setup)
+		testenv.Unavailable(t, "the integration cluster did not come up: %v", cluster.setup)
 	}
 	return cluster
 }
@@ -1007,7 +1008,7 @@ func TestVolumesUsersAndClaims(t *testing.T) {
 func TestValkeyStatefulSet(t *testing.T) {
 	c := clusterOrSkip(t)
 	if _, err := images.Default(images.Options{}).Resolve("valkey/valkey:8.0", nil, nil); err != nil {
-		t.Skipf("no Valkey or Redis on the host: %v", err)
+		testenv.Unavailable(t, "no Valkey (or Redis) on the host (`make deps` installs valkey-server): %v", err)
 	}
 	ns := c.namespace(t)
 	ctx := context.Background()

@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
+
+	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 )
 
 // testProvider is a provider over a fake clientset holding objs.
@@ -365,9 +367,7 @@ func TestSubPath(t *testing.T) {
 }
 
 func TestWriteAtomicFSGroup(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to chown (run the tests as root)")
-	}
+	testenv.NeedRoot(t)
 	dir := t.TempDir()
 	gid := int64(3333)
 	payload := map[string]payloadFile{"a": {data: []byte("1"), mode: 0o600}, "sub/b": {data: []byte("2"), mode: 0o644}}

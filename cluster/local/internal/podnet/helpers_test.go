@@ -21,13 +21,13 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 )
 
 func requireRoot(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("podnet: this test needs root (network namespaces, bridges, mounts); run it as root")
-	}
+	testenv.NeedRoot(t)
 }
 
 // testWriter sends slog output to the test log.
