@@ -47,7 +47,7 @@ type Bug struct {
 	Pattern string
 	// Cases are the test case IDs the campaign runs.
 	Cases []string
-	// Expect lists the oracles expected to catch it (informational).
+	// Expect lists the oracles expected to catch it: TestBenchBugs fails when none of them does.
 	Expect []string
 	// Replicas is the seed's spec.replicas (0: Seed's two pods).
 	Replicas int64
@@ -311,6 +311,21 @@ type Row struct {
 // raise the same signature (a misoperation itself may leave the system
 // unhealthy; failing to recover after its rollback is a bug).
 func (r Row) Caught() bool { return r.Err == nil && (r.Alarms > 0 || len(r.MisopNew) > 0) }
+
+// CaughtAsExpected reports whether one of the expected oracles raised an alarm
+// (a bug group, or a misoperation group the clean operator did not raise).
+// A row without expectations (the clean operator) never is.
+func (r Row) CaughtAsExpected() bool {
+	if r.Err != nil {
+		return false
+	}
+	for _, o := range r.Expect {
+		if r.Oracles[o] > 0 || r.MisopNew[o] > 0 {
+			return true
+		}
+	}
+	return false
+}
 
 // Config is the campaign configuration the benchmark uses for a bug's cases
 // with the given operator binary; exposed so tests and `gauntlet reproduce`

@@ -138,6 +138,8 @@ func TestBenchBugs(t *testing.T) {
 			for _, g := range r.Result.Groups {
 				t.Errorf("alarm on the clean operator: %s %s: %s (steps %v)", g.Oracle, g.Signature, g.Summary, g.Steps)
 			}
+		case !isClean(r.Bug) && !r.CaughtAsExpected():
+			t.Errorf("seeded bug %s missed: expected one of %v to raise an alarm, got %v (misoperation alarms new to it: %v)", r.Bug, r.Expect, r.Oracles, r.MisopNew)
 		}
 	}
 }
@@ -165,6 +167,25 @@ func TestCaughtAndTable(t *testing.T) {
 				t.Errorf("table:\n%s\nwant it to contain %q", b.String(), tc.want)
 			}
 		})
+	}
+}
+
+func TestCaughtAsExpected(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		row  Row
+		want bool
+	}{
+		{"expected oracle", Row{Expect: []string{"durability"}, Oracles: map[string]int{"durability": 1}}, true},
+		{"another oracle only", Row{Expect: []string{"durability"}, Oracles: map[string]int{"health": 2}}, false},
+		{"expected after a misoperation", Row{Expect: []string{"recovery", "consistency"}, MisopNew: map[string]int{"recovery": 1}}, true},
+		{"nothing", Row{Expect: []string{"roll-safety"}}, false},
+		{"campaign failed", Row{Expect: []string{"x"}, Oracles: map[string]int{"x": 1}, Err: os.ErrClosed}, false},
+		{"no expectation", Row{Oracles: map[string]int{"x": 1}}, false},
+	} {
+		if got := tc.row.CaughtAsExpected(); got != tc.want {
+			t.Errorf("%s: CaughtAsExpected() = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
 
