@@ -271,6 +271,8 @@ type Options struct {
 	Workers int
 	// Minimize asks for minimized reproducers (slower).
 	Minimize bool
+	// GoTests asks for a generated Go regression test per alarm group.
+	GoTests bool
 	// Timeout bounds each campaign (default 6 minutes).
 	Timeout time.Duration
 	// Log receives diagnostics (default: discarded).
@@ -395,6 +397,7 @@ func RunOne(ctx context.Context, o Options, b Bug) (row Row) {
 	}
 	b.Apply(&cfg)
 	cfg.NoMinimize = !o.Minimize
+	cfg.GoTests = o.GoTests
 	cfg.Logger = o.Log
 	if o.Progress != nil {
 		cfg.Progress, cfg.Quiet = o.Progress, false
