@@ -148,7 +148,18 @@ func Create(ctx context.Context, opts Options) (c *Cluster, err error) {
 		}
 	}()
 
-	c.net, err = podnet.Create(ctx, podnet.Config{Name: opts.Name, StateDir: info.Dir, CIDR: info.PodCIDR, ServiceCIDR: info.ServiceCIDR})
+	netCfg := podnet.Config{Name: opts.Name, StateDir: info.Dir, CIDR: info.PodCIDR, ServiceCIDR: info.ServiceCIDR}
+	c.net, err = podnet.Create(ctx, netCfg)
+	if errors.Is(err, podnet.ErrBridgeExists) {
+		// A cluster of this name whose owner died (a killed test binary or CI
+		// job) left its bridge: collect abandoned clusters (under the home root
+		// and every root registered there) and try once more. A live owner's
+		// cluster is never collected, so the error stands for it.
+		c.log.Info("the cluster's bridge exists: collecting clusters whose owner died", "err", err)
+		removed, gcErr := GC(ctx, "")
+		c.log.Info("collected abandoned clusters", "removed", removed, "err", gcErr)
+		c.net, err = podnet.Create(ctx, netCfg)
+	}
 	if err != nil {
 		<-binCh
 		return c, fmt.Errorf("local: pod network: %w", err)
@@ -272,6 +283,11 @@ func reserve(opts Options) (Info, error) {
 		return Info{}, err
 	}
 	defer unlock()
+	// Before anything is made under the root, so that `gauntlet cluster gc`
+	// finds it whatever happens next (GC takes the same lock to forget a root).
+	if err := registerRoot(opts.StateRoot); err != nil {
+		return Info{}, err
+	}
 	dir := filepath.Join(clustersDir(opts.StateRoot), opts.Name)
 	if _, err := os.Stat(dir); err == nil {
 		info, _ := readInfo(dir)

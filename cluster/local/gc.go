@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -17,15 +18,53 @@ import (
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/mountinfo"
 )
 
-// GC removes every cluster under root whose owning process is gone (killed, even
-// with SIGKILL): it kills the cluster's recorded processes, removes its network
-// namespaces, veths, bridge and mounts, and deletes its folder. It returns the
-// names of the clusters it removed. Clusters whose owner runs are left alone.
+// GC removes every cluster under root (see StateRoot) whose owning process is
+// gone (killed, even with SIGKILL): it kills the cluster's processes, removes its
+// network namespaces, veths, bridge and mounts, and deletes its folder. It does
+// the same under every state root registered in root (Create registers a root
+// other than StateRoot("") there, e.g. a test's temporary root), and forgets
+// registered roots that hold no cluster any more. It returns the names of the
+// clusters it removed, followed by " (state root DIR)" for those under another
+// root. Clusters whose owner runs are left alone.
 func GC(ctx context.Context, root string) ([]string, error) {
-	root = StateRoot(root)
+	home := StateRoot(root)
 	if os.Geteuid() != 0 {
 		return nil, ErrNotRoot
 	}
+	removed, err := gcRoot(ctx, home, "")
+	errs := []error{err}
+	others, rerr := registeredRoots(home)
+	errs = append(errs, rerr)
+	for other, rec := range others {
+		if filepath.Clean(other) == filepath.Clean(home) {
+			continue
+		}
+		names, err := gcRoot(ctx, other, rec)
+		for _, n := range names {
+			removed = append(removed, n+" (state root "+other+")")
+		}
+		errs = append(errs, err)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// gcRoot collects the clusters under one state root. It holds the root's lock
+// (which Create holds while it makes a cluster's folder, records its owner and
+// registers the root), so a cluster being created is never taken for an
+// abandoned one. When record is set (root is a registered root) and root holds
+// no cluster any more, it removes the record.
+func gcRoot(ctx context.Context, root, record string) ([]string, error) {
+	if _, err := os.Stat(clustersDir(root)); errors.Is(err, fs.ErrNotExist) {
+		if record != "" {
+			_ = os.Remove(record)
+		}
+		return nil, nil
+	}
+	unlock, err := lockRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	infos, err := List(root)
 	if err != nil {
 		return nil, err
@@ -41,6 +80,9 @@ func GC(ctx context.Context, root string) ([]string, error) {
 			continue
 		}
 		removed = append(removed, info.Name)
+	}
+	if entries, err := os.ReadDir(clustersDir(root)); record != "" && err == nil && len(entries) == 0 {
+		_ = os.Remove(record)
 	}
 	return removed, errors.Join(errs...)
 }

@@ -1,6 +1,8 @@
 package local
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -56,6 +60,69 @@ func StateRoot(root string) string {
 }
 
 func clustersDir(root string) string { return filepath.Join(root, "clusters") }
+
+// rootsDir is the registry of other state roots kept in a home root: one file
+// per root that a cluster was created in, holding that root's path, so that GC
+// of the home root (StateRoot("") by default) also finds clusters left under
+// temporary roots, such as the ones tests use.
+func rootsDir(home string) string { return filepath.Join(home, "roots") }
+
+func rootRecord(home, root string) string {
+	sum := sha256.Sum256([]byte(root))
+	return filepath.Join(rootsDir(home), hex.EncodeToString(sum[:8]))
+}
+
+// registerRoot records root in the registry of the home root (StateRoot("")),
+// unless it is that root. Create calls it before it makes anything under root.
+func registerRoot(root string) error {
+	home := StateRoot("")
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return fmt.Errorf("local: register state root %s: %w", root, err)
+	}
+	if abs == filepath.Clean(home) {
+		return nil
+	}
+	if err := os.MkdirAll(rootsDir(home), 0o755); err != nil {
+		return fmt.Errorf("local: register state root %s in %s (gc finds clusters through it): %w", abs, rootsDir(home), err)
+	}
+	rec := rootRecord(home, abs)
+	if b, err := os.ReadFile(rec); err == nil && string(b) == abs+"\n" {
+		return nil
+	}
+	tmp := rec + ".tmp" + strconv.Itoa(os.Getpid())
+	if err := os.WriteFile(tmp, []byte(abs+"\n"), 0o644); err != nil {
+		return fmt.Errorf("local: register state root %s in %s (gc finds clusters through it): %w", abs, rootsDir(home), err)
+	}
+	return os.Rename(tmp, rec)
+}
+
+// registeredRoots returns the state roots recorded in home's registry, with the
+// path of each one's record.
+func registeredRoots(home string) (map[string]string, error) {
+	entries, err := os.ReadDir(rootsDir(home))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("local: read the state-root registry %s: %w", rootsDir(home), err)
+	}
+	out := map[string]string{}
+	for _, e := range entries {
+		if e.IsDir() || strings.Contains(e.Name(), ".tmp") {
+			continue
+		}
+		rec := filepath.Join(rootsDir(home), e.Name())
+		b, err := os.ReadFile(rec)
+		if err != nil {
+			continue
+		}
+		if root := strings.TrimSpace(string(b)); filepath.IsAbs(root) {
+			out[root] = rec
+		}
+	}
+	return out, nil
+}
 
 func ownerRecord(dir string) string { return filepath.Join(dir, "owner.record") }
 

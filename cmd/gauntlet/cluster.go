@@ -110,7 +110,7 @@ func newClusterCmd(g *globals) *cobra.Command {
 
 	gc := &cobra.Command{
 		Use:   "gc",
-		Short: "Remove every cluster whose owner process is gone (e.g. killed)",
+		Short: "Remove every cluster whose owner process is gone (e.g. killed), under the state root and every state root a cluster registered there (e.g. tests' temporary roots)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			removed, err := local.GC(cmd.Context(), f.stateDir)

@@ -25,6 +25,7 @@ import (
 
 	"github.com/moby/sys/reexec"
 
+	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/deathsig"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/pidfile"
 )
 
@@ -208,9 +209,11 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 	parentEnds = []*os.File{cfgW, stR}
 	childEnds = []*os.File{outW, errW, cfgR, stW}
 
-	// Not reexec.Command: it sets Pdeathsig, which would kill the container when the
-	// harness thread that forked it exits; containers outlive such threads (and a
-	// crashed harness, until pidfile-based clean-up).
+	// Not reexec.Command: its Pdeathsig would kill the container when whatever
+	// harness thread forked it exits. deathsig.Start forks from a thread that
+	// lives as long as the harness, so the container dies with the harness (even
+	// a SIGKILLed one) and with nothing else; the shim re-arms the signal after
+	// changing user (see shim.go).
 	cmd := &exec.Cmd{
 		Path:       reexec.Self(),
 		Args:       []string{shimName},
@@ -226,7 +229,7 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 			Setsid: true,
 		},
 	}
-	if err := cmd.Start(); err != nil {
+	if err := deathsig.Start(cmd); err != nil {
 		closeAll(childEnds)
 		closeAll(parentEnds)
 		closeAll([]*os.File{outR, errR})
@@ -555,6 +558,11 @@ func (p *Process) releaseNamespace() {
 }
 
 // Pause freezes the process group (SIGSTOP); Resume thaws it (SIGCONT).
+//
+// A paused process shows state T, except one that waits for a child it forked
+// with vfork (as dash does for every command) while that child was stopped
+// before its exec: the parent stays in D (uninterruptible, in kernel_clone) with
+// its stop pending until Resume lets the child exec. It makes no progress either.
 func (p *Process) Pause() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -28,7 +28,10 @@ import (
 // there: the child inherits the thread's namespaces and root, and gets the
 // container's user, groups and working directory through SysProcAttr. The
 // goroutine never unlocks, so the Go runtime discards the altered thread when it
-// ends, and the runtime never clones new threads from a locked one. The main
+// ends, and the runtime never clones new threads from a locked one. It ends only
+// once the command has exited (release): the command's parent-death signal
+// (SIGKILL, so that it dies with a killed harness) fires when the thread that
+// forked it exits. The main
 // thread is the exception (it cannot be discarded, and /proc/PID/ns shows its
 // namespaces for the whole process), so it is never used. The cost is a thread
 // and a fork/exec: about two milliseconds.
@@ -83,8 +86,10 @@ func (p *Process) openNamespaces() (*nsHandles, error) {
 	return h, nil
 }
 
-// startIn starts cmd inside the namespaces and root in h (see above).
-func startIn(h *nsHandles, cmd *exec.Cmd) error {
+// startIn starts cmd inside the namespaces and root in h (see above), with
+// SIGKILL as its parent-death signal; the forking thread lives until release is
+// closed, which the caller does once the command has been waited for.
+func startIn(h *nsHandles, cmd *exec.Cmd, release <-chan struct{}) error {
 	errc := make(chan error, 1)
 	go func() {
 		// Never unlocked: this thread's namespaces and root are the container's
@@ -94,11 +99,11 @@ func startIn(h *nsHandles, cmd *exec.Cmd) error {
 			// The main thread is never discarded (the runtime wedges it instead),
 			// and its namespaces are what /proc/PID/ns shows for the whole
 			// process: keep it clean. Holding it, do the work on another thread.
-			errc <- startIn(h, cmd)
+			errc <- startIn(h, cmd, release)
 			runtime.UnlockOSThread()
 			return
 		}
-		errc <- func() error {
+		err := func() error {
 			if err := unix.Unshare(unix.CLONE_FS); err != nil {
 				return fmt.Errorf("unshare the filesystem information: %w", err)
 			}
@@ -122,8 +127,16 @@ func startIn(h *nsHandles, cmd *exec.Cmd) error {
 				return err
 			}
 			cmd.Path = path
+			if cmd.SysProcAttr == nil {
+				cmd.SysProcAttr = &syscall.SysProcAttr{}
+			}
+			cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 			return cmd.Start()
 		}()
+		errc <- err
+		if err == nil {
+			<-release
+		}
 	}()
 	return <-errc
 }
@@ -170,7 +183,9 @@ func (p *Process) exec(ctx context.Context, opts ExecOptions) (code int, err err
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = streams.child[0], streams.child[1], streams.child[2]
 
-	err = startIn(h, cmd)
+	release := make(chan struct{})
+	defer close(release)
+	err = startIn(h, cmd, release)
 	streams.closeChildEnds()
 	if err != nil {
 		streams.closeParentEnds()

@@ -6,8 +6,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
+	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/mountinfo"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/pidfile"
 )
 
@@ -58,7 +62,79 @@ func KillRecorded(root string, timeout time.Duration) (int, error) {
 			errs = append(errs, err)
 		}
 	}
+	// What the records cannot reach: processes of containers whose program is
+	// gone already (it died with the harness, its parent-death signal, while
+	// children it forked live on, adopted by init).
+	killLeftovers(root)
 	return killed, errors.Join(errs...)
+}
+
+// killLeftovers SIGKILLs, until none is left, every process whose root is the
+// copy-on-write root of a container whose state folder lies under root: a
+// process of a container keeps the container's mount namespace, whose "/" is the
+// overlay buildRoot mounted with its upper folder in the state folder. The
+// harness's own mount namespace is never matched.
+func killLeftovers(root string) {
+	if real, err := filepath.EvalSymlinks(root); err == nil {
+		root = real
+	}
+	root = filepath.Clean(root)
+	own := ownMountNS()
+	self := os.Getpid()
+	for round := 0; round < 20; round++ {
+		names, _ := filepath.Glob("/proc/[0-9]*")
+		found := 0
+		for _, name := range names {
+			pid, err := strconv.Atoi(filepath.Base(name))
+			if err != nil || pid <= 1 || pid == self {
+				continue
+			}
+			if ns, err := namespaceOf(pid, "mnt"); err != nil || ns == own {
+				continue
+			}
+			if upper := rootUpperDir(pid); upper != "" && within(upper, root) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+				found++
+			}
+		}
+		if found == 0 {
+			return
+		}
+		time.Sleep(time.Duration(round+1) * time.Millisecond)
+	}
+}
+
+// rootUpperDir returns the upper folder of process pid's root mount when that
+// is an overlay, else "".
+func rootUpperDir(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/mountinfo")
+	if err != nil {
+		return ""
+	}
+	upper := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		// id parent major:minor root point options [optional...] - fstype source superoptions
+		fields := strings.Fields(line)
+		if len(fields) < 10 || fields[4] != "/" {
+			continue
+		}
+		// The last mount at "/" is the one the process sees.
+		upper = ""
+		for i := 6; i+3 < len(fields); i++ {
+			if fields[i] != "-" {
+				continue
+			}
+			if fields[i+1] == "overlay" {
+				for _, o := range strings.Split(mountinfo.Unescape(fields[i+3]), ",") {
+					if v, ok := strings.CutPrefix(o, "upperdir="); ok {
+						upper = v
+					}
+				}
+			}
+			break
+		}
+	}
+	return upper
 }
 
 // ownMountNS is the mount namespace of the calling process, which no sweep may

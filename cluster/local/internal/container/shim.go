@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/deathsig"
 )
 
 // The shim is the current binary re-executed by Start with new mount and UTS
@@ -26,7 +28,8 @@ import (
 //     the copy-on-write layer;
 //  5. resolves the user's group and home, prepares the working directory and
 //     reports Ready on fd 4;
-//  6. drops to the requested user and groups, changes to the working directory
+//  6. drops to the requested user and groups, re-arms its parent-death signal
+//     (deathsig.Arm: it dies with the harness), changes to the working directory
 //     and execs the program, which keeps the shim's PID.
 //
 // fd 4 is close-on-exec: Start sees it close after Ready when execve succeeded.
@@ -34,6 +37,9 @@ import (
 
 func shimMain() {
 	runtime.LockOSThread()
+	// Read first: the harness (our parent) set a parent-death signal that a
+	// change of user clears; runShim arms it again before the exec.
+	parent := os.Getppid()
 	status := os.NewFile(shimStatusFD, "status")
 	syscall.CloseOnExec(shimStatusFD)
 	defer func() {
@@ -42,7 +48,7 @@ func shimMain() {
 			os.Exit(shimFailedExit)
 		}
 	}()
-	err := runShim(status)
+	err := runShim(status, parent)
 	report(status, shimMessage{Error: err.Error()})
 	os.Exit(shimFailedExit)
 }
@@ -55,8 +61,8 @@ func report(status *os.File, m shimMessage) {
 	_, _ = status.Write(append(b, '\n'))
 }
 
-// runShim returns only on failure.
-func runShim(status *os.File) error {
+// runShim returns only on failure. parent is the harness's PID.
+func runShim(status *os.File, parent int) error {
 	var cfg shimConfig
 	cf := os.NewFile(shimConfigFD, "config")
 	err := json.NewDecoder(cf).Decode(&cfg)
@@ -132,6 +138,11 @@ func runShim(status *os.File) error {
 		if err := syscall.Setuid(int(id.uid)); err != nil {
 			return fmt.Errorf("set the user ID %d: %w", id.uid, err)
 		}
+	}
+	// The container dies with the harness (the kernel cleared the signal if the
+	// identity changed above).
+	if err := deathsig.Arm(parent); err != nil {
+		return err
 	}
 	if err := unix.Chdir(wd); err != nil {
 		return fmt.Errorf("change to the working directory %s as uid %d gid %d: %w", wd, id.uid, id.gid, err)

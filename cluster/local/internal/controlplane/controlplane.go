@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/deathsig"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/pidfile"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/pki"
 )
@@ -294,7 +295,9 @@ func (cp *ControlPlane) run(name, bin string, args []string) error {
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Dir = cp.cfg.Dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	// Dies with this process, even a SIGKILLed one (a killed test binary left
+	// etcd and kube-apiserver running for half an hour).
+	if err := deathsig.Start(cmd); err != nil {
 		return fmt.Errorf("controlplane: start %s (%s): %w", name, bin, err)
 	}
 	c := &component{name: name, cmd: cmd, logPath: logPath, pidPath: filepath.Join(cp.cfg.Dir, "pids", name+pidfile.Suffix), done: make(chan struct{})}
