@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -109,6 +111,13 @@ func (k *kube) resource(obj map[string]any, defaultNS string) (dynamic.ResourceI
 }
 
 // apply server-side applies obj (forcing conflicts: the harness owns the desired state).
+//
+// An empty object in obj ({}) inside which the harness's earlier applies set
+// fields is emptied first, with a JSON merge patch that removes those fields:
+// server-side apply alone would remove them and leave the object null
+// (structured-merge-diff turns a map it empties into null), which a CRD field
+// of type object refuses ("must be of type object: null"), where the desired
+// state says {}.
 func (k *kube) apply(ctx context.Context, obj map[string]any, defaultNS string) error {
 	ri, ns, err := k.resource(obj, defaultNS)
 	if err != nil {
@@ -118,10 +127,147 @@ func (k *kube) apply(ctx context.Context, obj map[string]any, defaultNS string) 
 	if ns != "" {
 		u.SetNamespace(ns)
 	}
+	if empty := emptyObjectPaths(u.Object, nil); len(empty) > 0 {
+		if err := k.emptyOwnedFields(ctx, ri, u.GetName(), empty); err != nil {
+			return fmt.Errorf("apply %s %s/%s: %w", u.GetKind(), ns, u.GetName(), err)
+		}
+	}
 	if _, err := ri.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
 		return fmt.Errorf("apply %s %s/%s: %w", u.GetKind(), ns, u.GetName(), err)
 	}
 	return nil
+}
+
+// emptyObjectPaths lists the paths (through maps only, never into lists or
+// metadata) at which obj holds an empty object.
+func emptyObjectPaths(obj map[string]any, at []string) [][]string {
+	var out [][]string
+	for key, v := range obj {
+		m, ok := v.(map[string]any)
+		if !ok || (len(at) == 0 && key == "metadata") {
+			continue
+		}
+		p := append(append([]string(nil), at...), key)
+		if len(m) == 0 {
+			out = append(out, p)
+			continue
+		}
+		out = append(out, emptyObjectPaths(m, p)...)
+	}
+	return out
+}
+
+// emptyOwnedFields removes, with one JSON merge patch, the fields that the
+// harness's server-side applies own (and no other manager does) inside each of
+// the live object's maps at paths. Nothing is sent when there are none, or the
+// object does not exist yet.
+func (k *kube) emptyOwnedFields(ctx context.Context, ri dynamic.ResourceInterface, name string, paths [][]string) error {
+	live, err := ri.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read the live object to empty {} fields: %w", err)
+	}
+	patch := removalPatch(live.Object, live.GetManagedFields(), paths)
+	if patch == nil {
+		return nil
+	}
+	body, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	if _, err := ri.Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+		return fmt.Errorf("empty the objects the desired state declares as {} (merge patch %s): %w", body, err)
+	}
+	return nil
+}
+
+// removalPatch is the JSON merge patch that sets to null every field of live
+// inside the maps at paths that FieldManager's apply owns and no other manager
+// does; nil when there is none.
+func removalPatch(live map[string]any, managed []metav1.ManagedFieldsEntry, paths [][]string) map[string]any {
+	var mine map[string]any
+	others := []map[string]any{}
+	for _, e := range managed {
+		if e.FieldsV1 == nil {
+			continue
+		}
+		var fs map[string]any
+		if json.Unmarshal(e.FieldsV1.Raw, &fs) != nil {
+			continue
+		}
+		if e.Manager == FieldManager && e.Operation == metav1.ManagedFieldsOperationApply {
+			mine = fs
+		} else {
+			others = append(others, fs)
+		}
+	}
+	if mine == nil {
+		return nil
+	}
+	var patch map[string]any
+	for _, p := range paths {
+		lv, ok := nestedMap(live, p)
+		if !ok || len(lv) == 0 {
+			continue
+		}
+		owned := fieldsAt(mine, p)
+		for key := range lv {
+			if _, ok := owned["f:"+key]; !ok {
+				continue
+			}
+			shared := false
+			for _, o := range others {
+				if _, ok := fieldsAt(o, p)["f:"+key]; ok {
+					shared = true
+				}
+			}
+			if shared {
+				continue
+			}
+			if patch == nil {
+				patch = map[string]any{}
+			}
+			cur := patch
+			for _, seg := range p {
+				next, _ := cur[seg].(map[string]any)
+				if next == nil {
+					next = map[string]any{}
+					cur[seg] = next
+				}
+				cur = next
+			}
+			cur[key] = nil
+		}
+	}
+	return patch
+}
+
+// nestedMap returns the map at path in obj.
+func nestedMap(obj map[string]any, path []string) (map[string]any, bool) {
+	cur := obj
+	for _, seg := range path {
+		next, ok := cur[seg].(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		cur = next
+	}
+	return cur, true
+}
+
+// fieldsAt walks a managedFields fieldsV1 set ({"f:spec":{"f:auth":{...}}}) to path.
+func fieldsAt(fs map[string]any, path []string) map[string]any {
+	cur := fs
+	for _, seg := range path {
+		next, _ := cur["f:"+seg].(map[string]any)
+		if next == nil {
+			return nil
+		}
+		cur = next
+	}
+	return cur
 }
 
 // exists reports whether the object apiVersion/kind name exists in namespace ns.

@@ -1,11 +1,13 @@
 package v1alpha1
 
 import (
+	"encoding/json"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 )
 
 // Labels the operator puts on what it creates. The pods' selector is
@@ -89,11 +91,37 @@ func (c *ValkeyCluster) Defaulted() *ValkeyCluster {
 		g := DefaultTerminationGrace
 		s.TerminationGracePeriodSeconds = &g
 	}
-	if s.PodSecurityContext == nil {
-		s.PodSecurityContext = DefaultPodSecurityContext()
+	s.PodSecurityContext = overDefault(DefaultPodSecurityContext(), s.PodSecurityContext)
+	s.ContainerSecurityContext = overDefault(DefaultContainerSecurityContext(), s.ContainerSecurityContext)
+	return out
+}
+
+// overDefault returns the user's security context merged over the default one
+// with the API server's strategic merge: the fields the user sets win (nested
+// objects such as seccompProfile merge field by field), the ones left unset keep
+// the default. Replacing the whole default dropped the non-root user while the
+// container's runAsNonRoot stayed: `podSecurityContext: {fsGroupChangePolicy:
+// Always}` left every pod refused by the kubelet ("container has runAsNonRoot
+// and image will run as root"), found by an untuned Gauntlet campaign.
+func overDefault[T any](def, user *T) *T {
+	if user == nil {
+		return def
 	}
-	if s.ContainerSecurityContext == nil {
-		s.ContainerSecurityContext = DefaultContainerSecurityContext()
+	base, err := json.Marshal(def)
+	if err != nil {
+		return user
+	}
+	patch, err := json.Marshal(user)
+	if err != nil {
+		return user
+	}
+	merged, err := strategicpatch.StrategicMergePatch(base, patch, new(T))
+	if err != nil {
+		return user
+	}
+	out := new(T)
+	if err := json.Unmarshal(merged, out); err != nil {
+		return user
 	}
 	return out
 }

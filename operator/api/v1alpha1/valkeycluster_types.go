@@ -87,14 +87,16 @@ type ValkeyClusterSpec struct {
 	// +optional
 	Failover FailoverSpec `json:"failover,omitempty"`
 
-	// PodSecurityContext replaces the default pod security context (non-root user
-	// 999, fsGroup 999, RuntimeDefault seccomp: the "restricted" Pod Security profile).
+	// PodSecurityContext is merged over the default pod security context (non-root
+	// user 999, fsGroup 999, RuntimeDefault seccomp: the "restricted" Pod Security
+	// profile): the fields set here win, the others keep the default.
 	// +optional
 	PodSecurityContext *corev1.PodSecurityContext `json:"podSecurityContext,omitempty"`
 
-	// ContainerSecurityContext replaces the default container security context (no
-	// privilege escalation, all capabilities dropped, read-only root filesystem,
-	// non-root: the "restricted" Pod Security profile).
+	// ContainerSecurityContext is merged over the default container security
+	// context (no privilege escalation, all capabilities dropped, read-only root
+	// filesystem, non-root: the "restricted" Pod Security profile): the fields set
+	// here win, the others keep the default.
 	// +optional
 	ContainerSecurityContext *corev1.SecurityContext `json:"containerSecurityContext,omitempty"`
 

@@ -168,6 +168,14 @@ func with3(v View, f func(*View)) View { f(&v); return v }
 
 func TestPlanRoll(t *testing.T) {
 	old := func(p *Pod) { p.UpToDate = false }
+	// pending: never scheduled, from an old template (no IP, no container, no INFO).
+	pending := func(p *Pod) {
+		p.UpToDate, p.Running, p.Ready, p.Observed, p.IP, p.Info = false, false, false, false, "", valkey.Info{}
+	}
+	// crashed: an old template's Valkey container waits in CrashLoopBackOff.
+	crashed := func(p *Pod) {
+		p.UpToDate, p.Running, p.Ready, p.Observed, p.Info = false, false, false, false, valkey.Info{}
+	}
 	tests := []struct {
 		name   string
 		v      View
@@ -188,6 +196,17 @@ func TestPlanRoll(t *testing.T) {
 			view("v-0", with(master(0, 1, 1), old), replica(1, 0, 1, 1)), Wait, "", ""},
 		{"single pod restarts in place",
 			with3(view("v-0", with(master(0, 1, 1), old)), func(v *View) { v.Replicas = 1 }), DeletePod, "v-0", ""},
+		// Found by an untuned Gauntlet campaign: a replica re-created from a template
+		// that asked for more CPU than any node has stayed Pending; after the
+		// rollback it was outdated and the roll waited for it to serve, forever.
+		{"an outdated replica that does not run is replaced at once",
+			view("v-0", master(0, 1, 1), replica(1, 0, 1, 1), with(replica(2, 0, 0, 0), pending)), DeletePod, "v-2", ""},
+		{"an outdated crash-looping replica is replaced at once",
+			view("v-0", master(0, 1, 1), with(replica(1, 0, 0, 0), crashed), replica(2, 0, 1, 1)), DeletePod, "v-1", ""},
+		{"an up-to-date replica that does not run is waited for",
+			view("v-0", with(master(0, 1, 1), old), replica(1, 0, 1, 1), with(replica(2, 0, 0, 0), func(p *Pod) { pending(p); p.UpToDate = true })), Wait, "", ""},
+		{"an outdated replica being deleted is waited for",
+			view("v-0", master(0, 1, 1), replica(1, 0, 1, 1), with(replica(2, 0, 0, 0), func(p *Pod) { pending(p); p.Deleting = true })), Wait, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

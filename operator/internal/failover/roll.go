@@ -26,6 +26,17 @@ func PlanRoll(v View) Action {
 	if primary == nil || !primary.ServesAsMaster() || primary.Label != LabelPrimary {
 		return Action{Kind: Wait, Reason: "rolling restart waits for a serving primary"}
 	}
+	// An outdated replica whose server does not run (never scheduled, still
+	// starting, or crash-looping) serves nothing and holds no role in the
+	// topology: waiting for it to serve an old template could last forever (a
+	// template that asked for more than any node has leaves it Pending even
+	// after the spec is rolled back). Delete it at once so the StatefulSet
+	// re-creates it from the current template, as the roll would anyway.
+	for i := len(outdated) - 1; i >= 0; i-- {
+		if p := outdated[i]; p.Name != primary.Name && !p.Running && !p.Observed && !p.Deleting {
+			return Action{Kind: DeletePod, Pod: p.Name, Reason: "rolling restart: replica at an old revision does not run (pending or crashed): replaced from the current template"}
+		}
+	}
 	if len(v.Pods) < v.Replicas {
 		return Action{Kind: Wait, Reason: fmt.Sprintf("rolling restart waits for all %d pods (have %d)", v.Replicas, len(v.Pods))}
 	}
