@@ -58,17 +58,19 @@ func CacheDir() string {
 // DefaultBinDir is the cache folder of the pinned build of Version.
 func DefaultBinDir() string { return filepath.Join(CacheDir(), "controlplane", Version) }
 
-// FindBinaries looks each program up in $GAUNTLET_CONTROLPLANE_BIN, then
-// $KUBEBUILDER_ASSETS, then the cache, and checks its version (major.minor of
-// Version for Kubernetes, 3.5 or 3.6 for etcd).
+// FindBinaries looks each program up in $GAUNTLET_CONTROLPLANE_BIN when it is
+// set (only there: a wrong path is an error, never a silent fall-back to another
+// build), else in $KUBEBUILDER_ASSETS, then the cache, and checks its version
+// (major.minor of Version for Kubernetes, 3.5 or 3.6 for etcd).
 func FindBinaries(ctx context.Context) (Binaries, error) {
-	var dirs []string
-	for _, env := range []string{EnvBinDir, EnvEnvtest} {
-		if d := os.Getenv(env); d != "" {
+	dirs := []string{os.Getenv(EnvBinDir)}
+	if dirs[0] == "" {
+		dirs = dirs[:0]
+		if d := os.Getenv(EnvEnvtest); d != "" {
 			dirs = append(dirs, d)
 		}
+		dirs = append(dirs, DefaultBinDir())
 	}
-	dirs = append(dirs, DefaultBinDir())
 	find := func(name string) (string, error) {
 		for _, d := range dirs {
 			p := filepath.Join(d, name)
