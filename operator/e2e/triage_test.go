@@ -77,6 +77,13 @@ func TestE2ESecurityContextChanges(t *testing.T) {
 		{"containerSecurityContext allowPrivilegeEscalation true", func(s *v1alpha1.ValkeyClusterSpec) {
 			s.ContainerSecurityContext = &corev1.SecurityContext{AllowPrivilegeEscalation: &tr}
 		}},
+		// Valkey runs as root and writes its files; after the rollback user 999
+		// must be able to open them again (the kubelet's fsGroup walk).
+		{"containerSecurityContext root, privileged", func(s *v1alpha1.ValkeyClusterSpec) {
+			root := int64(0)
+			s.ContainerSecurityContext = &corev1.SecurityContext{AllowPrivilegeEscalation: &tr, Privileged: &tr,
+				RunAsNonRoot: &f, RunAsUser: &root, ReadOnlyRootFilesystem: &f}
+		}},
 		{"containerSecurityContext restricted, writable root", func(s *v1alpha1.ValkeyClusterSpec) {
 			s.ContainerSecurityContext = &corev1.SecurityContext{AllowPrivilegeEscalation: &f, RunAsNonRoot: &tr,
 				Capabilities:   &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},

@@ -27,7 +27,9 @@ const valkeyInstall = "install Valkey or Redis on the host: apt-get install redi
 // DefaultRules are the shipped rules, in order:
 //   - valkey/valkey and redis: valkey-server if installed, else redis-server
 //     (and likewise for the CLI and tools), working directory /data, and the
-//     images' habit of starting the server when the first argument is an option;
+//     images' entrypoint: it starts the server when the first argument is an
+//     option, and a server started as root gives /data to the valkey (redis)
+//     user 999 and runs as it;
 //   - the bundled operator's image (ghcr.io/gauntlet-dev/valkey-operator and
 //     gauntlet/valkey-operator): opts.OperatorBinary, run as 65532:65532 like
 //     its distroless base image, also standing for /manager and /valkey-operator;
@@ -48,6 +50,7 @@ func DefaultRules(opts Options) []Rule {
 			PrependProgram: "valkey-server",
 			Programs:       valkeyPrograms(),
 			WorkingDir:     "/data",
+			RootUser:       "999:999",
 			Install:        valkeyInstall,
 		},
 		{
@@ -57,6 +60,7 @@ func DefaultRules(opts Options) []Rule {
 			PrependProgram: "redis-server",
 			Programs:       valkeyPrograms(),
 			WorkingDir:     "/data",
+			RootUser:       "999:999",
 			Install:        valkeyInstall,
 		},
 		{

@@ -73,6 +73,13 @@ type Rule struct {
 	// User is the image's USER as a numeric "uid" or "uid:gid", used when the
 	// pod's and container's securityContext set no runAsUser (or runAsGroup).
 	User string `json:"user,omitempty"`
+	// RootUser mimics images whose entrypoint script, when it starts their
+	// server as root, gives the working directory's files to a service user and
+	// runs the server as that user (the official valkey and redis images: `find
+	// . \! -user valkey -exec chown valkey`, then setpriv or gosu): "uid:gid". It
+	// applies when the entrypoint runs (the container sets no command) and
+	// starts PrependProgram, or the Cmd's program.
+	RootUser string `json:"rootUser,omitempty"`
 	// Install tells how to install the programs when none is found, e.g.
 	// "apt-get install redis-server"; it is part of the error message.
 	Install string `json:"install,omitempty"`
@@ -126,6 +133,9 @@ func (r *Rule) validate(n int) error {
 	}
 	if _, _, err := parseUser(r.User); err != nil {
 		return fmt.Errorf("rule %d (%s): %w", n, r.label(), err)
+	}
+	if _, _, err := parseUser(r.RootUser); err != nil {
+		return fmt.Errorf("rule %d (%s): rootUser: %w", n, r.label(), err)
 	}
 	return nil
 }
@@ -230,6 +240,10 @@ type Resolution struct {
 	WorkingDir string
 	// UID and GID are the image's user and group; nil means not given.
 	UID, GID *int64
+	// RootUID and RootGID, when set, are the user the image's entrypoint drops
+	// to after giving it the working directory's files, when it runs as root
+	// (see Rule.RootUser).
+	RootUID, RootGID *int64
 	// Aliases are the programs the image would contain that the host provides
 	// under another name, to be bound at their container paths.
 	Aliases []Alias
@@ -287,6 +301,9 @@ func (m *Mapping) Resolve(image string, command, args []string) (Resolution, err
 	}
 	if len(argv) == 0 || argv[0] == "" {
 		return Resolution{}, fmt.Errorf("images: image %s (rule %q): %w: set the container's command or give the rule an entrypoint or cmd", image, r.label(), ErrNoCommand)
+	}
+	if len(command) == 0 && r.RootUser != "" && (argv[0] == r.PrependProgram || (len(r.Cmd) > 0 && argv[0] == r.Cmd[0])) {
+		res.RootUID, res.RootGID, _ = parseUser(r.RootUser) // validated by New
 	}
 	prog, err := m.program(r, argv[0], res.WorkingDir)
 	if err != nil {

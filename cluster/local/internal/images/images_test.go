@@ -310,3 +310,38 @@ func TestNoCommand(t *testing.T) {
 		t.Fatalf("error = %v, want ErrNoCommand", err)
 	}
 }
+
+// The valkey and redis images' entrypoint, started as root for the server,
+// drops to user 999: only when the entrypoint runs the server.
+func TestRootUser(t *testing.T) {
+	host := fakeHost(t, "valkey-server", "valkey-cli", "sh")
+	m := Default(Options{SearchPath: host})
+	tests := []struct {
+		name          string
+		image         string
+		command, args []string
+		drop          bool
+	}{
+		{"config file argument: the entrypoint starts the server", "valkey/valkey:8.1", nil, []string{"/etc/valkey/valkey.conf"}, true},
+		{"no command, no args: the image's CMD", "valkey/valkey:8.1", nil, nil, true},
+		{"args naming the server", "redis:7", nil, []string{"redis-server", "--port", "1"}, true},
+		{"args naming another image's server", "redis:7", nil, []string{"valkey-server", "--port", "1"}, false},
+		{"a command bypasses the entrypoint", "valkey/valkey:8.1", []string{"valkey-server"}, []string{"/etc/valkey/valkey.conf"}, false},
+		{"the entrypoint running another program", "valkey/valkey:8.1", nil, []string{"valkey-cli", "ping"}, false},
+		{"an image without such an entrypoint", "busybox", nil, nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := m.Resolve(tt.image, tt.command, tt.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := res.RootUID != nil; got != tt.drop {
+				t.Fatalf("RootUID set = %v, want %v (argv %v)", got, tt.drop, res.Argv)
+			}
+			if tt.drop && (*res.RootUID != 999 || res.RootGID == nil || *res.RootGID != 999) {
+				t.Fatalf("RootUID/GID = %d/%v, want 999/999", *res.RootUID, res.RootGID)
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/netip"
 	"os"
@@ -847,6 +848,10 @@ func (w *podWorker) prepare(c *ctrRun) (prepared, error) {
 	if nonRoot != nil && *nonRoot && (uid == nil || *uid == 0) {
 		return prepared{}, fmt.Errorf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", formatPod(pod), spec.Name)
 	}
+	dropRoot := res.RootUID != nil && (uid == nil || *uid == 0)
+	if dropRoot {
+		uid, gid = res.RootUID, res.RootGID
+	}
 	var cs container.Spec
 	if uid != nil {
 		u := uint32(*uid)
@@ -860,7 +865,7 @@ func (w *podWorker) prepare(c *ctrRun) (prepared, error) {
 		u, g := uint32(0), uint32(*gid)
 		cs.UID, cs.GID = &u, &g
 	}
-	if psc := pod.Spec.SecurityContext; psc != nil {
+	if psc := pod.Spec.SecurityContext; psc != nil && !dropRoot { // setpriv --clear-groups
 		for _, g := range psc.SupplementalGroups {
 			cs.SupplementalGroups = append(cs.SupplementalGroups, uint32(g))
 		}
@@ -944,7 +949,55 @@ func (w *podWorker) prepare(c *ctrRun) (prepared, error) {
 	}
 	cs.Hostname = hostname
 	cs.Mounts = ms
+	if dropRoot {
+		if err := chownWorkingDir(ms, cs.WorkingDir, *res.RootUID); err != nil {
+			return prepared{}, fmt.Errorf("image %s entrypoint: %w", spec.Image, err)
+		}
+	}
 	return prepared{res: res, spec: cs, imageID: "gauntlet-local://" + res.Argv[0], env: env}, nil
+}
+
+// chownWorkingDir does what the valkey and redis images' entrypoint does as
+// root before it drops to its service user: `find . \! -user U -exec chown U`
+// in the working directory. Only a working directory on a volume is walked (the
+// container's own layer holds nothing another user wrote).
+func chownWorkingDir(mounts []container.Mount, wd string, uid int64) error {
+	if wd == "" {
+		return nil
+	}
+	wd = path.Clean(wd)
+	var src string
+	for _, m := range mounts {
+		t := path.Clean(m.Target)
+		if m.ReadOnly || (wd != t && !strings.HasPrefix(wd, t+"/")) {
+			continue
+		}
+		if fi, err := os.Stat(m.Source); err != nil || !fi.IsDir() {
+			continue
+		}
+		src = filepath.Join(m.Source, strings.TrimPrefix(wd, t))
+	}
+	if src == "" {
+		return nil
+	}
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok && int64(st.Uid) != uid {
+			if err := os.Lchown(p, int(uid), -1); err != nil {
+				return fmt.Errorf("give %s to uid %d: %w", p, uid, err)
+			}
+		}
+		return nil
+	})
 }
 
 // hiddenProgramDir is where host programs that containers cannot see at
