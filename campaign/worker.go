@@ -301,6 +301,14 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 			rec.Availability = &AvailabilityFigure{Rate: rate, Requests: n}
 		}
 	}
+	if !in.misop && err == nil && len(findings) > 0 && in.kind != model.StepSeed {
+		// An input the operator validates and refuses, keeping the previous
+		// state, is a misoperation it caught, not an inconsistency.
+		if why := operatorRejected(snap.CRObject(), in.desired, in.changed); why != "" {
+			in.misop = true
+			rec.Misoperation, rec.MisoperationReason = true, why
+		}
+	}
 	for i := range findings {
 		findings[i].Step = rec.ID()
 		findings[i].Misoperation = in.misop

@@ -1,0 +1,99 @@
+package campaign
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/gauntlet-dev/gauntlet/model"
+)
+
+// rejectedReason matches condition reasons with which operators refuse an input
+// they validate themselves (ConfigRejected, InvalidSpec, ValidationFailed...).
+var rejectedReason = regexp.MustCompile(`(?i)reject|invalid|validat|refus|unsupported`)
+
+// operatorRejected reports why a desired state counts as a misoperation that the
+// operator itself caught: after the step, the custom resource carries a
+// condition with status False, a reason saying it refused the input, and a
+// message naming one of the fields the step changed (its key or its value). The
+// operator then keeps the previous state, which the oracles would otherwise
+// report as an inconsistency. Empty when there is no such condition.
+func operatorRejected(cr model.Object, desired model.Object, changed []string) string {
+	conds, _ := get(cr, "status", "conditions").([]any)
+	if len(conds) == 0 || len(changed) == 0 {
+		return ""
+	}
+	var needles []string
+	for _, p := range changed {
+		v, ok := valueAt(desired, p)
+		if !ok {
+			continue
+		}
+		needles = append(needles, leafNeedles(p, v)...)
+	}
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		status, _ := m["status"].(string)
+		reason, _ := m["reason"].(string)
+		msg, _ := m["message"].(string)
+		if status != "False" || !rejectedReason.MatchString(reason) {
+			continue
+		}
+		for _, n := range needles {
+			if strings.Contains(msg, n) {
+				typ, _ := m["type"].(string)
+				return fmt.Sprintf("the operator refused it: condition %s=False (%s): %s", typ, reason, msg)
+			}
+		}
+	}
+	return ""
+}
+
+// valueAt returns the value at a dotted path of plain keys (the form
+// changedPaths writes for keys without dots).
+func valueAt(obj model.Object, p string) (any, bool) {
+	var cur any = obj
+	for _, seg := range strings.Split(p, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = m[seg]; !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// leafNeedles lists the distinctive strings of a changed value: the keys of
+// its leaves (and the path's last key) and their string values, each at least
+// three characters long so that a message does not match by accident.
+func leafNeedles(p string, v any) []string {
+	var out []string
+	add := func(s string) {
+		if len(s) >= 3 {
+			out = append(out, s)
+		}
+	}
+	if i := strings.LastIndexByte(p, '.'); i >= 0 {
+		add(p[i+1:])
+	}
+	var walk func(any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				add(k)
+				walk(e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		case string:
+			add(x)
+		}
+	}
+	walk(v)
+	return out
+}

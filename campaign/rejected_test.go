@@ -1,0 +1,42 @@
+package campaign
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gauntlet-dev/gauntlet/model"
+)
+
+func TestOperatorRejected(t *testing.T) {
+	cr := func(reason, msg string) model.Object {
+		return model.Object{"status": map[string]any{"conditions": []any{
+			map[string]any{"type": "Ready", "status": "True", "reason": "Ready", "message": "3/3 pods ready"},
+			map[string]any{"type": "ConfigApplied", "status": "False", "reason": reason, "message": msg},
+		}}}
+	}
+	desired := model.Object{"spec": map[string]any{"config": map[string]any{"maxmemory-policy": "gauntlet-bwa2c"}, "replicas": int64(3)}}
+	rejectMsg := "not applied, not written: maxmemory-policy: CONFIG SET failed - argument(s) must be one of the following: volatile-lru"
+	tests := []struct {
+		name    string
+		cr      model.Object
+		changed []string
+		want    bool
+	}{
+		{"the operator refuses the changed key", cr("ConfigRejected", rejectMsg), []string{"spec.config"}, true},
+		{"a refusal that names another field", cr("ConfigRejected", "maxclients: out of range"), []string{"spec.config"}, false},
+		{"a condition that is not a refusal", cr("RestartPending", rejectMsg), []string{"spec.config"}, false},
+		{"nothing changed there", cr("ConfigRejected", rejectMsg), []string{"spec.replicas"}, false},
+		{"no conditions", model.Object{}, []string{"spec.config"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := operatorRejected(tt.cr, desired, tt.changed)
+			if (got != "") != tt.want {
+				t.Fatalf("operatorRejected = %q, want rejected=%v", got, tt.want)
+			}
+			if tt.want && !strings.Contains(got, "ConfigRejected") {
+				t.Fatalf("the reason %q does not name the condition", got)
+			}
+		})
+	}
+}
