@@ -68,6 +68,10 @@ type session struct {
 	// isolated are pods a partition currently cuts off from their peers (with why).
 	isoMu    sync.Mutex
 	isolated map[string]string
+	// baseline is the state the seed reached and baselineD the seed (see
+	// model.Transition.Baseline).
+	baseline  *model.Snapshot
+	baselineD model.Object
 }
 
 // newSession creates a fresh namespace and starts watching it.
@@ -278,12 +282,16 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 	if in.kind == model.StepSeed && err == nil {
 		s.startWorkload(ctx, in.desired)
 	}
+
 	t0 := time.Now()
 	snap := s.snapshot(ctx)
 	if system == nil {
 		system = s.sampleSystem(ctx, in.desired)
 	}
 	snap.System = system
+	if in.kind == model.StepSeed && err == nil {
+		s.baseline, s.baselineD = snap, in.desired
+	}
 	hist := s.history(ctx)
 	rec.Timing.Snapshot = time.Since(t0).Milliseconds()
 	var stab []*model.Snapshot
@@ -295,7 +303,8 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 	t2 := time.Now()
 	if !in.noJudge {
 		tr := &model.Transition{Step: &rec.Step, PrevDesired: in.prevDesired, Desired: in.desired, Prev: in.prev, Curr: snap,
-			Stability: stab, Reference: in.reference, Masks: s.r.masks, Samples: samples, History: hist}
+			Stability: stab, Reference: in.reference, Masks: s.r.masks, Samples: samples, History: hist,
+			Baseline: s.baseline, BaselineDesired: s.baselineD}
 		findings = append(findings, oracles.Run(ctx, s.r.oracles, tr)...)
 		if rate, n := oracles.Availability(tr); n > 0 {
 			rec.Availability = &AvailabilityFigure{Rate: rate, Requests: n}

@@ -173,6 +173,11 @@ type Transition struct {
 	Masks []string
 	// Samples are the system monitor's readings taken while the transition ran (split brain).
 	Samples []SystemSample
+	// Baseline is the state the session's seed reached (nil when unknown): what
+	// the system shows for properties that no desired state set yet, i.e. the
+	// operator's defaults. BaselineDesired is that seed.
+	Baseline        *Snapshot
+	BaselineDesired Object
 	// History is the workload's record of this transition: its requests from the
 	// step's start to the snapshot, then the read-backs (OpVerify) of every write
 	// acknowledged so far in the session.

@@ -39,7 +39,8 @@ import (
 //
 // For a property removed (or emptied), the fields that reflected its previous
 // value must change or disappear; if no field reflected it, the removal is not
-// judged.
+// judged, and neither is one whose previous value those fields also held in
+// Transition.Baseline, whose seed did not set the property (a default).
 //
 // Config.Mappings override the search for the properties they cover: the mapped
 // field of the state reached must hold the desired value (or, for a removal, no
@@ -516,7 +517,45 @@ func (c *Consistency) judge(t *model.Transition, p property, ix *stateIndex, fs 
 	if !reflected {
 		return // nothing showed the old value: the removal cannot be judged
 	}
+	if defaultedOnRemoval(t, p, still) {
+		return // the previous value is the default, which the removal brings back
+	}
 	c.report(t, p, ix, fs, "removed", "", still)
+}
+
+// defaultedOnRemoval reports whether every field that still holds a removed
+// property's previous value held that same value in the baseline state (the
+// seed's, which did not set the property): the previous value is the
+// operator's default, and a removal rightly leaves it in effect.
+func defaultedOnRemoval(t *model.Transition, p property, still []*node) bool {
+	if t.Baseline == nil || t.BaselineDesired == nil || len(still) == 0 {
+		return false
+	}
+	if v, ok := getPath(map[string]any(t.BaselineDesired), p.path); ok && !isEmpty(v) {
+		return false
+	}
+	for _, n := range still {
+		obj, ok := t.Baseline.Objects[n.obj]
+		if !ok {
+			return false
+		}
+		v, ok := getPath(map[string]any(obj), n.path)
+		if !ok {
+			return false
+		}
+		key := p.path.lastField()
+		if cv, found := textValue(n.val, key); found {
+			// A configuration line in a larger text: compare that line's value.
+			if bv, found := textValue(v, key); !found || bv != cv {
+				return false
+			}
+			continue
+		}
+		if !sameValue(v, n.val) {
+			return false
+		}
+	}
+	return true
 }
 
 // reflecting returns the fields of the state reached that hold the desired value

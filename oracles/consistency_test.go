@@ -300,3 +300,46 @@ func TestConsistencyWithoutPrevious(t *testing.T) {
 		t.Errorf("seed step without a previous state: got %d findings, want none", len(fs))
 	}
 }
+
+// A removed property whose previous value is the operator's default (the
+// state the seed reached, without the property, showed it too) may stay in
+// effect; any other removal that leaves the value is still reported.
+func TestConsistencyRemovalBackToDefault(t *testing.T) {
+	tests := []struct {
+		name     string
+		baseline func(t *testing.T, s *model.Snapshot, d model.Object)
+		want     int
+	}{
+		{"the seed did not set it and showed the same value: a default", func(t *testing.T, s *model.Snapshot, d model.Object) {
+			delete(d["spec"].(map[string]any)["config"].(map[string]any), "maxmemory")
+		}, 0},
+		{"the seed set it itself", func(t *testing.T, s *model.Snapshot, d model.Object) {}, 1},
+		{"the seed showed another value", func(t *testing.T, s *model.Snapshot, d model.Object) {
+			delete(d["spec"].(map[string]any)["config"].(map[string]any), "maxmemory")
+			editConf(t, s, "maxmemory 100mb", "maxmemory 0")
+		}, 1},
+		{"no baseline", nil, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			prev := loadSnapshot(t, "s0")
+			prevD := desiredOf(prev)
+			d := jsonv.CopyMap(prevD)
+			setIn(t, d, "spec.config", map[string]any{})
+			curr := loadSnapshot(t, "s0")
+			cr := curr.CRObject()
+			cr["spec"] = jsonv.Copy(d["spec"])
+			setIn(t, cr, "metadata.generation", 2.0)
+			tr := &model.Transition{Step: step(model.StepApply, "spec.config.maxmemory"), PrevDesired: prevD, Desired: d, Prev: prev, Curr: curr}
+			if tt.baseline != nil {
+				base := loadSnapshot(t, "s0")
+				baseD := jsonv.CopyMap(prevD)
+				tt.baseline(t, base, baseD)
+				tr.Baseline, tr.BaselineDesired = base, baseD
+			}
+			if fs := run(NewConsistency(Config{}), tr); len(fs) != tt.want {
+				t.Fatalf("%d findings, want %d: %v", len(fs), tt.want, fs)
+			}
+		})
+	}
+}
