@@ -97,3 +97,32 @@ func leafNeedles(p string, v any) []string {
 	walk(v)
 	return out
 }
+
+// nodeLocalProfiles lists the Localhost seccomp and AppArmor profiles a desired
+// state names (any localhostProfile field): profiles are files on each node,
+// which test clusters do not have, so such a pod can never run there. A
+// desired state naming one is a misoperation, like one naming a missing Secret.
+func nodeLocalProfiles(d model.Object) []string {
+	var out []string
+	var walk func(p string, v any)
+	walk = func(p string, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			if name, ok := x["localhostProfile"].(string); ok && name != "" {
+				out = append(out, fmt.Sprintf("%s.localhostProfile names the Localhost profile %q, which no node of the test cluster has loaded", strings.TrimPrefix(p, "."), name))
+			}
+			for k, e := range x {
+				walk(p+"."+k, e)
+			}
+		case []any:
+			for i, e := range x {
+				walk(fmt.Sprintf("%s[%d]", p, i), e)
+			}
+		}
+	}
+	walk("", d["spec"])
+	for i := range out {
+		out[i] = "spec." + out[i]
+	}
+	return out
+}

@@ -40,3 +40,19 @@ func TestOperatorRejected(t *testing.T) {
 		})
 	}
 }
+
+func TestNodeLocalProfiles(t *testing.T) {
+	d := model.Object{"spec": map[string]any{
+		"containerSecurityContext": map[string]any{"appArmorProfile": map[string]any{"type": "Localhost", "localhostProfile": "gauntlet-f58al"}},
+		"podSecurityContext":       map[string]any{"seccompProfile": map[string]any{"type": "RuntimeDefault"}},
+		"sidecars":                 []any{map[string]any{"securityContext": map[string]any{"seccompProfile": map[string]any{"localhostProfile": "p.json"}}}},
+	}}
+	got := nodeLocalProfiles(d)
+	if len(got) != 2 || !strings.Contains(strings.Join(got, ";"), `spec.containerSecurityContext.appArmorProfile.localhostProfile names the Localhost profile "gauntlet-f58al"`) ||
+		!strings.Contains(strings.Join(got, ";"), `spec.sidecars[0].securityContext.seccompProfile.localhostProfile`) {
+		t.Fatalf("nodeLocalProfiles = %q", got)
+	}
+	if got := nodeLocalProfiles(model.Object{"spec": map[string]any{"replicas": int64(3)}}); len(got) != 0 {
+		t.Fatalf("no profile named: %q", got)
+	}
+}

@@ -127,6 +127,7 @@ func (s *session) dangling(ctx context.Context, d model.Object) string {
 			missing = append(missing, fmt.Sprintf("%s names key %q of %s %q, which has no such key", ref.KeyPath, ref.Key, ref.Kind, ref.Name))
 		}
 	}
+	missing = append(missing, nodeLocalProfiles(d)...)
 	return strings.Join(missing, "; ")
 }
 
