@@ -126,3 +126,71 @@ func nodeLocalProfiles(d model.Object) []string {
 	}
 	return out
 }
+
+// identityKeys are the security-context fields that decide which user and
+// groups a container's processes run as.
+var identityKeys = map[string]bool{"runAsUser": true, "runAsGroup": true, "fsGroup": true, "supplementalGroups": true}
+
+// userChangeOverData reports why a desired state counts as a misoperation of
+// the user's: it changes the user or groups the containers run as, and a
+// container of the state reached fails with "permission denied": the files a
+// persistent volume holds belong to the previous user, and only root (or a
+// volume type that applies fsGroup, which hostPath and local-path volumes, as
+// on kind and the embedded cluster, do not) could hand them over. Empty when
+// that is not the case.
+func userChangeOverData(prevD, d model.Object, changed []string, snap *model.Snapshot) string {
+	var ids []string
+	for _, p := range changed {
+		prev, _ := valueAt(prevD, p)
+		cur, _ := valueAt(d, p)
+		ids = append(ids, changedIdentity(p, prev, cur)...)
+	}
+	if len(ids) == 0 || snap == nil {
+		return ""
+	}
+	for _, o := range snap.Objects {
+		if o["kind"] != "Pod" {
+			continue
+		}
+		statuses, _ := get(o, "status", "containerStatuses").([]any)
+		for _, cs := range statuses {
+			m, _ := cs.(map[string]any)
+			for _, msg := range []any{get(m, "lastState", "terminated", "message"), get(m, "state", "terminated", "message"), get(m, "state", "waiting", "message")} {
+				if s, _ := msg.(string); strings.Contains(strings.ToLower(s), "permission denied") {
+					name, _ := get(o, "metadata", "name").(string)
+					return fmt.Sprintf("%s changed the user the containers run as, and pod %s fails with \"permission denied\": the data volume's files belong to the previous user", strings.Join(ids, ", "), name)
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// changedIdentity lists the identity fields (see identityKeys) under path p
+// whose value differs between prev and cur.
+func changedIdentity(p string, prev, cur any) []string {
+	var out []string
+	var walk func(p string, a, b any)
+	walk = func(p string, a, b any) {
+		am, aok := a.(map[string]any)
+		bm, bok := b.(map[string]any)
+		if aok || bok {
+			keys := map[string]bool{}
+			for k := range am {
+				keys[k] = true
+			}
+			for k := range bm {
+				keys[k] = true
+			}
+			for k := range keys {
+				walk(p+"."+k, am[k], bm[k])
+			}
+			return
+		}
+		if identityKeys[p[strings.LastIndexByte(p, '.')+1:]] && !jsonEqual(a, b) {
+			out = append(out, p)
+		}
+	}
+	walk(p, prev, cur)
+	return out
+}

@@ -56,3 +56,24 @@ func TestNodeLocalProfiles(t *testing.T) {
 		t.Fatalf("no profile named: %q", got)
 	}
 }
+
+func TestUserChangeOverData(t *testing.T) {
+	pod := func(msg string) *model.Snapshot {
+		return &model.Snapshot{Objects: map[string]model.Object{"/v1/Pod/ns/cache-2": {"kind": "Pod", "metadata": map[string]any{"name": "cache-2"},
+			"status": map[string]any{"containerStatuses": []any{map[string]any{"lastState": map[string]any{"terminated": map[string]any{"message": msg}}}}}}}}
+	}
+	denied := pod("# Can't open the append-only file appendonly.aof.5.incr.aof: Permission denied")
+	prevD := model.Object{"spec": map[string]any{"containerSecurityContext": map[string]any{"procMount": "Default"}}}
+	d := model.Object{"spec": map[string]any{"containerSecurityContext": map[string]any{"runAsUser": int64(1000), "runAsGroup": int64(1000), "readOnlyRootFilesystem": true}}}
+	changed := []string{"spec.containerSecurityContext"}
+	if got := userChangeOverData(prevD, d, changed, denied); !strings.Contains(got, "spec.containerSecurityContext.runAsUser") || !strings.Contains(got, "cache-2") {
+		t.Fatalf("user changed, permission denied: %q", got)
+	}
+	if got := userChangeOverData(prevD, d, changed, pod("out of memory")); got != "" {
+		t.Fatalf("another failure: %q", got)
+	}
+	same := model.Object{"spec": map[string]any{"containerSecurityContext": map[string]any{"procMount": "Default", "readOnlyRootFilesystem": true}}}
+	if got := userChangeOverData(prevD, same, changed, denied); got != "" {
+		t.Fatalf("the user did not change: %q", got)
+	}
+}

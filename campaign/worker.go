@@ -314,7 +314,11 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 	if !in.misop && err == nil && len(findings) > 0 && in.kind != model.StepSeed {
 		// An input the operator validates and refuses, keeping the previous
 		// state, is a misoperation it caught, not an inconsistency.
-		if why := operatorRejected(snap.CRObject(), in.desired, in.changed); why != "" {
+		why := operatorRejected(snap.CRObject(), in.desired, in.changed)
+		if why == "" {
+			why = userChangeOverData(in.prevDesired, in.desired, in.changed, snap)
+		}
+		if why != "" {
 			in.misop = true
 			rec.Misoperation, rec.MisoperationReason = true, why
 		}
