@@ -48,6 +48,9 @@ type fakeWorld struct {
 	acked []string
 	// violations of invariants seen while executing requests
 	violations []string
+	// refuse, when set, is the API server's validation: a non-nil error
+	// refuses the create or update.
+	refuse func(req Request) error
 }
 
 type fakeDisk struct {
@@ -149,6 +152,11 @@ func (w *fakeWorld) exec(req Request) Response {
 			o = req.List
 		}
 		return Response{Err: apierrors.NewForbidden(gr(o), "", errors.New(why))}
+	}
+	if w.refuse != nil && (req.Kind == Create || req.Kind == Update) {
+		if err := w.refuse(req); err != nil {
+			return Response{Err: err}
+		}
 	}
 	switch req.Kind {
 	case Get:

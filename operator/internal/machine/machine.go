@@ -19,6 +19,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
@@ -268,9 +269,18 @@ func (p *pass) valkeyCmd(key string, pod podRef, why string, args ...string) (va
 
 // apiErr ends the pass on an unexpected API error: conflicts retry at once, the
 // rest with back-off.
+//
+// A write the API server refuses as invalid (the spec renders an object its
+// validation rejects, e.g. a security context that the CRD's schema allows but
+// the core validation does not) blocks the cluster with reason SpecRejected and
+// the server's message, instead of retrying unseen; a corrected spec is picked
+// up at once (the change triggers a pass).
 func (p *pass) apiErr(what string, err error) {
 	if isConflict(err) {
 		p.end(100*time.Millisecond, nil, what+": conflict, retrying with a fresh read")
+	}
+	if apierrors.IsInvalid(err) && p.c != nil && p.w.cr != nil {
+		p.block("SpecRejected", fmt.Sprintf("%s: the API server refused it: %v", what, err), time.Minute)
 	}
 	p.end(0, fmt.Errorf("%s: %w", what, err), "")
 }

@@ -9,9 +9,12 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
@@ -628,4 +631,40 @@ func TestReadyOnlyWhenApplied(t *testing.T) {
 		w.now = w.now.Add(time.Second)
 	}
 	t.Fatal("never Ready")
+}
+
+// A spec that renders a StatefulSet the API server refuses (its core
+// validation is stricter than the CRD's schema) blocks the cluster with
+// SpecRejected and the server's message; once the spec is fixed, the cluster
+// converges.
+func TestRefusedStatefulSetBlocks(t *testing.T) {
+	c := newCluster(3)
+	w := worldWith(c)
+	if err := w.converge(ns, name, 40); err != nil {
+		t.Fatal(err)
+	}
+	w.refuse = func(req Request) error {
+		sts, ok := req.Object.(*appsv1.StatefulSet)
+		if !ok {
+			return nil
+		}
+		if sc := sts.Spec.Template.Spec.Containers[0].SecurityContext; sc != nil && sc.AppArmorProfile != nil &&
+			sc.AppArmorProfile.Type == corev1.AppArmorProfileTypeLocalhost && sc.AppArmorProfile.LocalhostProfile == nil {
+			return apierrors.NewInvalid(schema.GroupKind{Group: "apps", Kind: "StatefulSet"}, sts.Name, field.ErrorList{
+				field.Required(field.NewPath("spec", "template", "spec", "containers").Index(0).Child("securityContext", "appArmorProfile", "localhostProfile"), "must be set when AppArmor type is Localhost")})
+		}
+		return nil
+	}
+	w.setSpec(ns, name, func(s *v1alpha1.ValkeyClusterSpec) {
+		s.ContainerSecurityContext = &corev1.SecurityContext{AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeLocalhost}}
+	})
+	w.runPass(ns, name, 0)
+	cond := meta.FindStatusCondition(w.cr(ns, name).Status.Conditions, v1alpha1.ConditionReady)
+	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != "SpecRejected" || !strings.Contains(cond.Message, "localhostProfile") {
+		t.Fatalf("Ready condition after a refused StatefulSet update: %+v", cond)
+	}
+	w.setSpec(ns, name, func(s *v1alpha1.ValkeyClusterSpec) { s.ContainerSecurityContext = nil })
+	if err := w.converge(ns, name, 40); err != nil {
+		t.Fatal(err)
+	}
 }
