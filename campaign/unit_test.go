@@ -190,3 +190,23 @@ func TestHasDataKey(t *testing.T) {
 		}
 	}
 }
+
+// Keys that are not plain names (label keys, node-selector keys) are quoted, so
+// the oracles parse the path back to the key (a dotted key once parsed as
+// nodeSelector.kubernetes["io/hostname"] and was never judged).
+func TestChangedPathsQuoteKeys(t *testing.T) {
+	a := model.Object{"spec": map[string]any{"replicas": int64(3), "scheduling": map[string]any{"nodeSelector": map[string]any{"disk": "ssd"}}}}
+	b := model.Object{"spec": map[string]any{"replicas": int64(3), "scheduling": map[string]any{"nodeSelector": map[string]any{"disk": "ssd", "kubernetes.io/hostname": "node-2"}}},
+		"metadata": map[string]any{"labels": map[string]any{"x": "y"}}}
+	got := changedPaths(a, b)
+	want := []string{`spec.scheduling.nodeSelector["kubernetes.io/hostname"]`}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("changedPaths = %q, want %q", got, want)
+	}
+	c := model.Object{"spec": map[string]any{"replicas": int64(4), "config": map[string]any{"a b": "1", "": "2"}}}
+	got = changedPaths(a, c)
+	want = []string{`spec.config`, `spec.replicas`, `spec.scheduling`}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("changedPaths = %q, want %q", got, want)
+	}
+}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/cluster"
 	"github.com/gauntlet-dev/gauntlet/faults"
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"github.com/gauntlet-dev/gauntlet/model"
 	"github.com/gauntlet-dev/gauntlet/monitors"
 	"github.com/gauntlet-dev/gauntlet/oracles"
@@ -478,7 +479,8 @@ func loadSnapshot(dir string) (*model.Snapshot, error) {
 	return s, nil
 }
 
-// changedPaths lists the JSON paths (dotted) whose values differ between two desired states' specs.
+// changedPaths lists the dotted paths (keys that are not plain names quoted,
+// as the oracles read them) whose values differ between two desired states' specs.
 func changedPaths(a, b model.Object) []string {
 	var out []string
 	var walk func(p string, x, y any)
@@ -494,18 +496,15 @@ func changedPaths(a, b model.Object) []string {
 				keys[k] = true
 			}
 			for k := range keys {
-				walk(p+"."+k, xm[k], ym[k])
+				walk(jsonv.JoinKey(p, k), xm[k], ym[k])
 			}
 			return
 		}
 		if !jsonEqual(x, y) {
-			out = append(out, strings.TrimPrefix(p, "."))
+			out = append(out, p)
 		}
 	}
-	walk("", get(a, "spec"), get(b, "spec"))
-	for i := range out {
-		out[i] = "spec." + out[i]
-	}
+	walk("spec", get(a, "spec"), get(b, "spec"))
 	sort.Strings(out)
 	return out
 }

@@ -343,3 +343,30 @@ func TestConsistencyRemovalBackToDefault(t *testing.T) {
 		})
 	}
 }
+
+// A change under a map key with dots and slashes, named by the quoted path the
+// campaign writes, is judged: not reflected is a finding, reflected is none.
+func TestConsistencyQuotedKey(t *testing.T) {
+	const prop = `spec.scheduling.nodeSelector["kubernetes.io/hostname"]`
+	for _, reflected := range []bool{false, true} {
+		prev := loadSnapshot(t, "s0")
+		prevD := desiredOf(prev)
+		d := jsonv.CopyMap(prevD)
+		setIn(t, d, "spec.scheduling", map[string]any{"nodeSelector": map[string]any{"kubernetes.io/hostname": "node-2"}})
+		curr := loadSnapshot(t, "s0")
+		cr := curr.CRObject()
+		cr["spec"] = jsonv.Copy(d["spec"])
+		setIn(t, cr, "metadata.generation", 2.0)
+		if reflected {
+			set(t, curr, "StatefulSet/cache", `spec.template.spec.nodeSelector`, map[string]any{"kubernetes.io/hostname": "node-2"})
+		}
+		tr := &model.Transition{Step: step(model.StepApply, prop), PrevDesired: prevD, Desired: d, Prev: prev, Curr: curr}
+		fs := run(NewConsistency(Config{}), tr)
+		if reflected && len(fs) != 0 {
+			t.Errorf("node selector rolled out: %d findings, want none: %v", len(fs), fs)
+		}
+		if !reflected && (len(fs) != 1 || !strings.Contains(fs[0].Summary, prop)) {
+			t.Errorf("node selector ignored: findings %v, want one naming %s", fs, prop)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package oracles
 
 import (
 	"fmt"
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"path"
 	"strconv"
 	"strings"
@@ -142,19 +143,8 @@ func mustPath(s string) fieldPath {
 	return p
 }
 
-func needsQuote(name string) bool {
-	if name == "" || name == "**" {
-		return true
-	}
-	for _, r := range name {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-', r == '$', r == '@', r == ':':
-		default:
-			return true
-		}
-	}
-	return false
-}
+// needsQuote: the one quoting rule of dotted paths, shared with the campaign.
+func needsQuote(name string) bool { return jsonv.KeyNeedsQuote(name) }
 
 // String renders the path in its dotted form.
 func (p fieldPath) String() string {
