@@ -70,6 +70,12 @@ func (r *runner) differential(ctx context.Context, envs []*env, recs []Record) e
 		if rec.Type != RecStep || s == nil || (s.Kind != model.StepApply && s.Kind != model.StepRecreate) || s.TimedOut || !jsonEqual(s.Current, s.Desired) {
 			continue
 		}
+		if s.Misoperation {
+			// A misoperation's state is not expected to be reached the same way
+			// twice (an operator that refuses it may never converge): judging it
+			// against a fresh run only costs a convergence timeout.
+			continue
+		}
 		h := hashDesired(s.Desired)
 		if seen[h] || done[h] {
 			continue
