@@ -186,14 +186,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 
-	r := &runner{cfg: cfg, target: cfg.Target, journal: j, dir: dir, base: plan.Base, lastAppend: new(atomic.Int64), publishesGen: new(atomic.Bool)}
+	r := &runner{cfg: cfg, target: cfg.Target, journal: j, dir: dir, base: plan.Base, lastAppend: new(atomic.Int64), publishesGen: new(atomic.Bool),
+		budget: newBudget(began, cfg.Budget)}
 	r.oracles = append(append([]oracles.Oracle{}, cfg.Oracles...), cfg.Target.Oracles...)
 	for _, rec := range recs {
 		if rec.Type == RecCalibration {
 			r.masks = rec.Masks
 		}
 	}
-	res := &Result{Dir: dir, Target: cfg.Target.Name, Seed: cfg.Seed, Workers: cfg.Workers, Started: began.UTC(), Planned: start.Planned}
+	res := &Result{Dir: dir, Target: cfg.Target.Name, Seed: cfg.Seed, Workers: cfg.Workers, Started: began.UTC(), Planned: start.Planned, Budget: cfg.Budget}
 
 	// Clusters: one per worker (or one shared), torn down at the end.
 	envs, setup, err := r.startEnvs(ctx, cfg.Workers, runTag(dir, len(recs)))
@@ -237,17 +238,30 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	err = g.Wait()
 	stopProg()
-	if err != nil {
+	if err != nil && ctx.Err() == nil {
 		return nil, err
 	}
-
+	if ctx.Err() != nil {
+		// SIGINT or SIGTERM (the caller's context): the steps in flight were
+		// abandoned before they were recorded; what was recorded is reported and
+		// --resume continues from there.
+		r.budget.stop(StopSignal)
+	}
 	// Calibration, differential re-runs.
 	recs, _, err = ReadJournal(jpath)
 	if err != nil {
 		return nil, err
 	}
-	if !cfg.NoDifferential {
-		if err := r.differential(ctx, envs, recs); err != nil {
+	if !cfg.NoDifferential && r.budget.reason() == "" {
+		dctx, cancel := context.WithTimeout(ctx, r.budget.left(time.Now()))
+		err := r.differential(dctx, envs, recs)
+		cancel()
+		switch {
+		case err != nil && ctx.Err() != nil:
+			r.budget.stop(StopSignal)
+		case err != nil && dctx.Err() != nil:
+			r.budget.stop(StopBudget)
+		case err != nil:
 			return nil, err
 		}
 		if recs, _, err = ReadJournal(jpath); err != nil {
@@ -255,9 +269,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	res.Masks = r.masks
+	res.Stopped = r.budget.reason()
 	collect(res, recs)
 	group(res)
-	if !cfg.NoMinimize {
+	if left := r.budget.left(time.Now()); !cfg.NoMinimize && res.Stopped == "" && left > 0 {
+		r.cfg.MinimizeBudget = min(r.cfg.MinimizeBudget, left)
 		r.minimizeGroups(ctx, envs[0], res, recs)
 	}
 	res.Finished = time.Now().UTC()
@@ -279,8 +295,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := report(dir, res); err != nil {
 		return nil, fmt.Errorf("reports: %w", err)
 	}
-	if err := j.Append(Record{Type: RecEnd}); err != nil {
-		return nil, err
+	if res.Stopped == "" {
+		if err := j.Append(Record{Type: RecEnd}); err != nil {
+			return nil, err
+		}
 	}
 	prog.final(res)
 	return res, nil
@@ -431,7 +449,17 @@ func (r *runner) runWorker(ctx context.Context, e *env, w int, plan *inputgen.Pl
 			}
 		}
 	}
+	iterStart, first := time.Now(), true
 	for cur.Case < len(cases) {
+		if now := time.Now(); !first {
+			r.budget.observe(now.Sub(iterStart))
+			iterStart = now
+		}
+		first = false
+		if !r.budget.mayStart(time.Now()) {
+			r.cfg.Logger.Info("worker stops: the campaign's budget would be overrun", "worker", w, "case", cur.Case, "of", len(cases))
+			return nil
+		}
 		tc := plan.TestCase(cases[cur.Case])
 		if tc == nil {
 			return fmt.Errorf("worker %d: test case %s is not in plan.json", w, cases[cur.Case])

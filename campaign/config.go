@@ -38,6 +38,11 @@ type Config struct {
 	OutDir string
 	// MaxSteps bounds the planned desired-state steps (0: the whole plan).
 	MaxSteps int
+	// Budget is the campaign's wall-clock limit (0: none). No step starts once
+	// what is left of it would not cover the slowest step so far plus the time
+	// kept for tearing down and writing the reports; the campaign then ends
+	// partial (StopBudget), with its reports, and Resume continues it.
+	Budget time.Duration
 	// CaseFilter, when set, keeps only the test cases it accepts (after the target's property
 	// restriction).
 	CaseFilter func(*inputgen.TestCase) bool
@@ -133,7 +138,19 @@ type Result struct {
 	FaultKinds        []string `json:"faultKinds,omitempty"`
 	UnsupportedFaults []string `json:"unsupportedFaults,omitempty"`
 	Bench             Bench    `json:"bench"`
+	// Stopped says why the campaign ended before its plan was done (StopBudget,
+	// StopSignal); empty when it ran to the end. A stopped campaign's journal
+	// has no end record: Resume continues it.
+	Stopped string `json:"stopped,omitempty"`
+	// Budget is Config.Budget, when one was set.
+	Budget time.Duration `json:"budget,omitempty"`
 }
+
+// Why a campaign stopped early (Result.Stopped).
+const (
+	StopBudget = "budget"
+	StopSignal = "signal"
+)
 
 // Alarms counts the bug groups (misoperations excluded).
 func (r *Result) Alarms() int {

@@ -32,6 +32,8 @@ func WriteReports(dir string, res *Result, oracleNames []string, goTests bool) e
 		StepsPlanned: res.Planned,
 		Oracles:      oracleNames,
 		Findings:     res.Findings,
+		Stopped:      res.Stopped,
+		Budget:       res.Budget,
 	}
 	desired := map[string]model.Object{}
 	for _, s := range res.Steps {

@@ -53,6 +53,9 @@ type runner struct {
 	faultKinds []string
 	// lastAppend is the duration of the last journal append (ms).
 	lastAppend *atomic.Int64
+	// budget says whether workers may start another iteration (Config.Budget,
+	// signals); nil for replays.
+	budget *budget
 }
 
 // session is one namespace in which desired states are declared in sequence.

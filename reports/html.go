@@ -236,13 +236,26 @@ func buildView(s Summary, d Details) htmlView {
 	}
 	cov := s.Coverage
 	v.Stats = []stat{
-		{Label: "steps", Value: fmt.Sprintf("%d / %d", s.StepsDone, s.StepsPlanned), Href: "#timeline"},
+		{Label: "transitions done / planned", Value: fmt.Sprintf("%d / %d", s.StepsDone, s.StepsPlanned), Href: "#timeline"},
 		{Label: "alarm groups", Value: strconv.Itoa(len(s.Alarms)), Class: cond(len(s.Alarms) > 0, "bad", "good"), Href: "#alarms"},
 		{Label: "misoperation groups", Value: strconv.Itoa(len(s.Misoperations)), Class: cond(len(s.Misoperations) > 0, "warn", "good"), Href: "#misoperations"},
 		{Label: "property coverage", Value: fmt.Sprintf("%d / %d (%.0f%%)", cov.Covered, cov.Total, cov.Percent()), Class: cond(cov.Covered < cov.Total, "warn", "good"), Href: "#coverage"},
 		{Label: "transitions / hour", Value: strconv.FormatFloat(s.TransitionsPerHour, 'f', 1, 64)},
 		{Label: "harness overhead p50 / p95", Value: fmt.Sprintf("%s / %s", fmtDur(s.HarnessOverhead.P50.D()), fmtDur(s.HarnessOverhead.P95.D()))},
 		{Label: "workers", Value: strconv.Itoa(s.Workers)},
+	}
+	if s.Partial {
+		why := "stopped early"
+		switch s.StopReason {
+		case "budget":
+			why = "stopped by its time budget"
+		case "signal":
+			why = "stopped by a signal"
+		}
+		v.Stats = append([]stat{{Label: "partial run", Value: why + " (gauntlet run --resume continues it)", Class: "warn"}}, v.Stats...)
+	}
+	if s.Budget != "" {
+		v.Stats = append(v.Stats, stat{Label: "time budget", Value: s.Budget})
 	}
 	if s.FaultSteps > 0 || s.FaultsUnsupported > 0 {
 		val := strconv.Itoa(s.FaultSteps)

@@ -48,6 +48,12 @@ type Summary struct {
 	// StepsPlanned and StepsDone count transitions (every kind of step).
 	StepsPlanned int `json:"stepsPlanned"`
 	StepsDone    int `json:"stepsDone"`
+	// Partial is set when the campaign stopped before its plan was done, for
+	// StopReason ("budget": its --budget ran out; "signal": SIGINT or SIGTERM);
+	// `gauntlet run --resume` continues it. Budget is the time limit, if any.
+	Partial    bool   `json:"partial,omitempty"`
+	StopReason string `json:"stopReason,omitempty"`
+	Budget     string `json:"budget,omitempty"`
 	// Oracles has one entry per oracle that ran, sorted by name, including those
 	// that found nothing.
 	Oracles []OracleCount `json:"oracles"`
@@ -413,6 +419,10 @@ type BuildInput struct {
 	Steps      []StepRecord
 	Findings   []model.Finding
 	Properties []PropertyPlan
+	// Stopped says why the campaign ended before its plan was done ("budget",
+	// "signal"); Budget is its time limit, if any.
+	Stopped string
+	Budget  time.Duration
 }
 
 // Build derives a Summary: counts per oracle, alarm and misoperation groups,
@@ -429,6 +439,11 @@ func Build(in BuildInput) Summary {
 		Workers:      in.Workers,
 		StepsPlanned: in.StepsPlanned,
 		StepsDone:    len(in.Steps),
+		Partial:      in.Stopped != "",
+		StopReason:   in.Stopped,
+	}
+	if in.Budget > 0 {
+		s.Budget = in.Budget.String()
 	}
 	groups := Group(in.Findings)
 	s.Alarms, s.Misoperations = SplitGroups(groups)

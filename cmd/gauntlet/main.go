@@ -23,6 +23,12 @@ func main() {
 	local.RouteKlog(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: klogLevel(os.Args)}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		// The first signal stops the campaign gracefully (its reports are
+		// written); a second one kills at once, as without a handler.
+		<-ctx.Done()
+		stop()
+	}()
 	if err := newRoot().ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "gauntlet:", err)
 		os.Exit(1)

@@ -84,7 +84,7 @@ func newRunCmd(g *globals) *cobra.Command {
 		quietWin, timeout              time.Duration
 		faultKinds                     []string
 		faultEvery                     int
-		faultHold, minBudget           time.Duration
+		faultHold, minBudget, budget   time.Duration
 		fromSeed                       bool
 	)
 	cmd := &cobra.Command{
@@ -99,7 +99,7 @@ A campaign killed at any point continues with --resume DIR.`,
 			cfg := campaign.Config{Workers: workers, Seed: seed, OutDir: out, MaxSteps: maxSteps, GoTests: goTests,
 				SharedCluster: shared, NoDifferential: noDiff, NoMinimize: noMin, Progress: cmd.ErrOrStderr(), Quiet: g.quiet, Logger: g.logger()}
 			cfg.Converge.Quiet, cfg.Converge.Timeout = quietWin, timeout
-			cfg.MinimizeBudget, cfg.DifferentialFromSeed = minBudget, fromSeed
+			cfg.MinimizeBudget, cfg.DifferentialFromSeed, cfg.Budget = minBudget, fromSeed, budget
 			kinds, on, err := campaign.ParseFaultKinds(faultKinds)
 			if err != nil {
 				return fmt.Errorf("--faults: %w", err)
@@ -144,6 +144,9 @@ A campaign killed at any point continues with --resume DIR.`,
 			if err != nil {
 				return err
 			}
+			if res.Stopped != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "gauntlet: partial campaign (stopped by %s): its reports are in %s; continue it with: gauntlet run --resume %s\n", res.Stopped, res.Dir, res.Dir)
+			}
 			if res.Alarms() > 0 {
 				return fmt.Errorf("%d alarm groups: see %s", res.Alarms(), res.Dir)
 			}
@@ -157,6 +160,7 @@ A campaign killed at any point continues with --resume DIR.`,
 	f.Int64Var(&seed, "seed", 1, "random seed (plan and partitioning); recorded in the summary")
 	f.StringVar(&out, "out", "gauntlet-results", "results folder")
 	f.IntVar(&maxSteps, "max-steps", 0, "bound the planned steps (0: the whole plan)")
+	f.DurationVar(&budget, "budget", 0, "wall-clock limit: no step starts that would overrun it (with time kept for the reports); the run ends partial, with its reports, and --resume continues it (SIGINT/SIGTERM do the same)")
 	f.StringVar(&resume, "resume", "", "continue the campaign recorded in DIR")
 	f.BoolVar(&goTests, "go-tests", false, "emit a Go regression test per alarm group")
 	f.BoolVar(&shared, "shared-cluster", false, "run every worker in a namespace of one cluster")

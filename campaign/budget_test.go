@@ -1,0 +1,52 @@
+package campaign
+
+import (
+	"testing"
+	"time"
+)
+
+func TestBudget(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	b := newBudget(t0, 20*time.Minute)
+	if r := b.reserve; r != 90*time.Second {
+		t.Fatalf("reserve for 20m = %v, want 1m30s", r)
+	}
+	if !b.mayStart(t0) {
+		t.Fatal("the first iteration must start")
+	}
+	b.observe(2 * time.Minute)
+	b.observe(30 * time.Second)
+	// 20m - 1m30s reserve - 2m slowest = 16m30s: the last start time.
+	if !b.mayStart(t0.Add(16*time.Minute + 29*time.Second)) {
+		t.Fatal("an iteration that fits was refused")
+	}
+	if b.reason() != "" {
+		t.Fatalf("stopped early: %q", b.reason())
+	}
+	if b.mayStart(t0.Add(16*time.Minute + 31*time.Second)) {
+		t.Fatal("an iteration that would overrun the budget was allowed")
+	}
+	if b.reason() != StopBudget {
+		t.Fatalf("reason = %q, want %q", b.reason(), StopBudget)
+	}
+	if b.mayStart(t0) {
+		t.Fatal("a stopped campaign started an iteration")
+	}
+	if got := b.left(t0.Add(10 * time.Minute)); got != 8*time.Minute+30*time.Second {
+		t.Fatalf("left = %v, want 8m30s", got)
+	}
+
+	none := newBudget(t0, 0)
+	none.observe(time.Hour)
+	if !none.mayStart(t0.Add(100 * time.Hour)) {
+		t.Fatal("no budget: every iteration starts")
+	}
+	none.stop(StopSignal)
+	none.stop(StopBudget)
+	if none.mayStart(t0) || none.reason() != StopSignal {
+		t.Fatalf("after stop(signal): reason %q", none.reason())
+	}
+	if got := reserveFor(10 * time.Hour); got != 2*time.Minute {
+		t.Fatalf("reserve is capped at 2m, got %v", got)
+	}
+}
