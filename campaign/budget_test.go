@@ -1,6 +1,9 @@
 package campaign
 
 import (
+	"bytes"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -48,5 +51,58 @@ func TestBudget(t *testing.T) {
 	}
 	if got := reserveFor(10 * time.Hour); got != 2*time.Minute {
 		t.Fatalf("reserve is capped at 2m, got %v", got)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and one reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) lines() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.Count(s.b.String(), "\n")
+}
+
+// In a log (not a terminal) progress prints a line when steps finish and a
+// heartbeat after a silence, never a line per tick.
+func TestProgressInALog(t *testing.T) {
+	out := &syncBuffer{}
+	p := newProgress(Config{Progress: out}, 10)
+	p.tick, p.heartbeat = 5*time.Millisecond, time.Hour
+	stop := p.start()
+	defer stop()
+	p.done.Add(1)
+	waitFor(t, func() bool { return out.lines() == 1 }, "a line after the first step")
+	time.Sleep(50 * time.Millisecond) // ten ticks without change
+	if n := out.lines(); n != 1 {
+		t.Fatalf("%d lines after ticks without progress, want 1", n)
+	}
+	p.alarms.Add(1)
+	waitFor(t, func() bool { return out.lines() == 2 }, "a line after an alarm")
+	stop()
+	p2 := newProgress(Config{Progress: out}, 10)
+	p2.tick, p2.heartbeat = 5*time.Millisecond, 20*time.Millisecond
+	stop2 := p2.start()
+	defer stop2()
+	waitFor(t, func() bool { return out.lines() >= 3 }, "a heartbeat after a silence")
+}
+
+func waitFor(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second) // bounds a failing test only
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("never saw %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
 }

@@ -15,7 +15,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/term"
 
 	"github.com/gauntlet-dev/gauntlet/inputgen"
 	"github.com/gauntlet-dev/gauntlet/model"
@@ -719,10 +721,13 @@ type progress struct {
 	alarms  atomic.Int64
 	began   time.Time
 	once    sync.Once
+	// tick is how often progress is looked at (1 s); heartbeat the longest
+	// silence in a log (1 min).
+	tick, heartbeat time.Duration
 }
 
 func newProgress(cfg Config, planned int) *progress {
-	return &progress{cfg: cfg, planned: planned, began: time.Now()}
+	return &progress{cfg: cfg, planned: planned, began: time.Now(), tick: time.Second, heartbeat: time.Minute}
 }
 
 func (p *progress) line() string {
@@ -737,22 +742,44 @@ func (p *progress) line() string {
 	return fmt.Sprintf("gauntlet: %d/%d steps, %d alarms, elapsed %s, ETA %s", done, p.planned, p.alarms.Load(), el, eta)
 }
 
+// start reports progress until the returned function is called: on a
+// terminal, a live progress bar; elsewhere (a CI log) one line whenever steps
+// finished and a heartbeat when none did for a minute.
 func (p *progress) start() func() {
 	if p.cfg.Quiet {
 		return func() {}
 	}
+	var bar *progressbar.ProgressBar
+	if f, ok := p.cfg.Progress.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		bar = progressbar.NewOptions64(int64(p.planned), progressbar.OptionSetWriter(f), progressbar.OptionShowCount(),
+			progressbar.OptionSetPredictTime(true), progressbar.OptionSetElapsedTime(true), progressbar.OptionSetDescription("steps"),
+			progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(200*time.Millisecond))
+	}
 	stop := make(chan struct{})
 	done := make(chan struct{})
+	lastDone, lastAlarms, lastLine := p.done.Load(), p.alarms.Load(), time.Now()
 	go func() {
 		defer close(done)
-		t := time.NewTicker(5 * time.Second)
+		t := time.NewTicker(p.tick)
 		defer t.Stop()
 		for {
 			select {
 			case <-stop:
+				if bar != nil {
+					_ = bar.Finish()
+				}
 				return
-			case <-t.C:
-				fmt.Fprintln(p.cfg.Progress, p.line())
+			case now := <-t.C:
+				d, a := p.done.Load(), p.alarms.Load()
+				if bar != nil {
+					bar.Describe(fmt.Sprintf("steps, %d alarms", a))
+					_ = bar.Set64(d)
+					continue
+				}
+				if d != lastDone || a != lastAlarms || now.Sub(lastLine) >= p.heartbeat {
+					fmt.Fprintln(p.cfg.Progress, p.line())
+					lastDone, lastAlarms, lastLine = d, a, now
+				}
 			}
 		}
 	}()
