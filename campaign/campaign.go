@@ -661,6 +661,9 @@ func group(res *Result) {
 		g := bySig[key]
 		if g == nil {
 			g = &AlarmGroup{Signature: f.Signature, Oracle: f.Oracle, Summary: f.Summary, Misoperation: f.Misoperation}
+			if f.Misoperation && f.Cause != "" {
+				g.Oracle, g.Summary = "misoperation", f.Cause
+			}
 			bySig[key] = g
 			order = append(order, g)
 		}

@@ -71,6 +71,9 @@ type Config struct {
 	// NoDifferential skips differential re-runs; NoMinimize skips reproducer minimization.
 	NoDifferential bool
 	NoMinimize     bool
+	// MinimizeMisoperations also minimizes the misoperation groups (off: their
+	// cause is already known, and replays of misoperations cost the most).
+	MinimizeMisoperations bool
 	// MinimizeBudget bounds the time all reproducer replays may take (default 15m); groups
 	// left when it is spent get their unconfirmed two-operation candidate.
 	MinimizeBudget time.Duration

@@ -147,6 +147,9 @@ func (r *runner) minimizeGroups(ctx context.Context, e *env, res *Result, recs [
 	rr.cfg.Converge.Timeout = replayTimeout(r.cfg.Converge.Timeout, recs)
 	deadline := time.Now().Add(r.cfg.MinimizeBudget)
 	for _, g := range res.Groups {
+		if g.Misoperation && !r.cfg.MinimizeMisoperations {
+			continue
+		}
 		from, cands, note := reproducerFor(g, idx, r.base)
 		rep := &Reproducer{Group: g.ID, Signature: g.Signature, Oracle: g.Oracle, Summary: g.Summary, Seed: r.base, Target: r.target.Source, Note: note}
 		switch {

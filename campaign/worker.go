@@ -327,9 +327,18 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 			rec.Misoperation, rec.MisoperationReason = true, why
 		}
 	}
+	cause := rec.MisoperationReason
+	if in.misop && cause == "" {
+		cause = fmt.Sprintf("test case %s is labelled a misoperation", in.testCase)
+	}
 	for i := range findings {
 		findings[i].Step = rec.ID()
 		findings[i].Misoperation = in.misop
+		if in.misop {
+			// One group per cause, not one per oracle and field.
+			findings[i].Cause = cause
+			findings[i].Signature = model.CauseSignature(cause)
+		}
 		if findings[i].Severity == "" {
 			findings[i].Severity = model.SeverityError
 		}

@@ -10,6 +10,7 @@ package model
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -217,6 +218,21 @@ type Finding struct {
 	Step string `json:"step"`
 	// Misoperation is copied from the step: reported apart from bugs.
 	Misoperation bool `json:"misoperation,omitempty"`
+	// Cause is, on a misoperation step, why the step is one (the harness's
+	// label); the findings of misoperations that share a cause are one group
+	// (their Signature is CauseSignature of it).
+	Cause string `json:"cause,omitempty"`
+}
+
+// quotedValue matches a double-quoted value in a cause: generated names and
+// values differ from step to step while the cause is the same.
+var quotedValue = regexp.MustCompile(`"[^"]*"`)
+
+// CauseSignature is the signature of the findings raised by a misoperation
+// with this cause: one per cause, whatever the oracles found and whatever
+// name or value the step used.
+func CauseSignature(cause string) string {
+	return Signature("misoperation", quotedValue.ReplaceAllString(cause, `"…"`))
 }
 
 // Signature derives a stable signature from an oracle name and the parts that

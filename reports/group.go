@@ -45,11 +45,18 @@ func Group(findings []model.Finding) []AlarmGroup {
 				Misoperation: f.Misoperation,
 				Steps:        []string{},
 			}
+			if f.Misoperation && f.Cause != "" {
+				// A group per cause: say the cause, list what the oracles saw.
+				g.Oracle, g.Summary, g.Evidence = "misoperation", f.Cause, nil
+			}
 			by[k] = g
 			seen[k] = map[string]bool{}
 			order = append(order, k)
 		}
 		g.Count++
+		if f.Misoperation && f.Cause != "" && len(g.Evidence) < 12 && !hasDetail(g.Evidence, f.Summary) {
+			g.Evidence = append(g.Evidence, model.Evidence{Detail: f.Oracle + ": " + f.Summary})
+		}
 		if f.Severity == model.SeverityError {
 			g.Severity = model.SeverityError
 		}
@@ -136,4 +143,14 @@ func cmpInt(a, b int) int {
 		return 1
 	}
 	return 0
+}
+
+// hasDetail reports whether evidence already holds a line ending in detail.
+func hasDetail(ev []model.Evidence, detail string) bool {
+	for _, e := range ev {
+		if strings.HasSuffix(e.Detail, ": "+detail) {
+			return true
+		}
+	}
+	return false
 }

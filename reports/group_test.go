@@ -150,3 +150,33 @@ func TestCompareSteps(t *testing.T) {
 		}
 	}
 }
+
+// Misoperation findings that share a cause are one group whatever the oracles
+// and the generated names; bug findings keep their signatures.
+func TestGroupMisoperationsByCause(t *testing.T) {
+	cause := func(name string) string {
+		return `spec.auth.passwordSecret.name names Secret "` + name + `", which does not exist`
+	}
+	mis := func(step, oracle, summary, c string) model.Finding {
+		return model.Finding{Oracle: oracle, Severity: model.SeverityError, Summary: summary, Step: step, Misoperation: true,
+			Cause: c, Signature: model.CauseSignature(c)}
+	}
+	fs := []model.Finding{
+		mis("w0/s3", "health", "Ready=False (PasswordSecretMissing)", cause("gauntlet-a1")),
+		mis("w0/s3", "system-state", "3 of 3 members unreachable", cause("gauntlet-a1")),
+		mis("w1/s5", "roll-safety", "3 servers out of service", cause("gauntlet-b2")),
+		mis("w1/s9", "health", "Ready=False (SpecRejected)", "the operator refused it: condition Ready=False (SpecRejected): bad"),
+		{Oracle: "consistency", Severity: model.SeverityError, Summary: "ignored", Signature: "consistency-x", Step: "w0/s4"},
+	}
+	bugs, misops := SplitGroups(Group(fs))
+	if len(bugs) != 1 || bugs[0].Signature != "consistency-x" {
+		t.Fatalf("bug groups %+v", bugs)
+	}
+	if len(misops) != 2 {
+		t.Fatalf("%d misoperation groups, want 2 (one per cause): %+v", len(misops), misops)
+	}
+	g := misops[0]
+	if g.Oracle != "misoperation" || g.Summary != cause("gauntlet-a1") || len(g.Steps) != 2 || g.Count != 3 || len(g.Evidence) != 3 {
+		t.Fatalf("the missing-Secret group: %+v", g)
+	}
+}

@@ -81,6 +81,7 @@ func newRunCmd(g *globals) *cobra.Command {
 		workers, maxSteps              int
 		seed                           int64
 		goTests, shared, noDiff, noMin bool
+		minMisop                       bool
 		quietWin, timeout              time.Duration
 		faultKinds                     []string
 		faultEvery                     int
@@ -100,6 +101,7 @@ A campaign killed at any point continues with --resume DIR.`,
 				SharedCluster: shared, NoDifferential: noDiff, NoMinimize: noMin, Progress: cmd.ErrOrStderr(), Quiet: g.quiet, Logger: g.logger()}
 			cfg.Converge.Quiet, cfg.Converge.Timeout = quietWin, timeout
 			cfg.MinimizeBudget, cfg.DifferentialFromSeed, cfg.Budget = minBudget, fromSeed, budget
+			cfg.MinimizeMisoperations = minMisop
 			kinds, on, err := campaign.ParseFaultKinds(faultKinds)
 			if err != nil {
 				return fmt.Errorf("--faults: %w", err)
@@ -166,6 +168,7 @@ A campaign killed at any point continues with --resume DIR.`,
 	f.BoolVar(&shared, "shared-cluster", false, "run every worker in a namespace of one cluster")
 	f.BoolVar(&noDiff, "no-differential", false, "skip differential re-runs from S0")
 	f.BoolVar(&noMin, "no-minimize", false, "skip reproducer minimization")
+	f.BoolVar(&minMisop, "minimize-misoperations", false, "minimize the misoperation groups too (their cause is known: off by default)")
 	f.StringSliceVar(&faultKinds, "faults", nil, "inject faults after converged states: all, none, or kinds from "+strings.Join(campaign.DefaultFaultKinds, ","))
 	f.IntVar(&faultEvery, "fault-every", 1, "inject a fault after every Nth converged desired state")
 	f.DurationVar(&faultHold, "fault-hold", 0, "how long lasting faults (pod-failure, partitions) hold (default 8s)")
