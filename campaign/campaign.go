@@ -95,11 +95,11 @@ func Partition(cases []*inputgen.TestCase, n int) [][]string {
 	return out
 }
 
-// selectCases keeps the wanted test cases in plan order until maxSteps planned steps.
-func selectCases(p *inputgen.Plan, t *targets.Target, maxSteps int, keep func(*inputgen.TestCase) bool) []*inputgen.TestCase {
+// selectCases keeps the wanted test cases, in the given order, until maxSteps planned steps.
+func selectCases(ordered []*inputgen.TestCase, t *targets.Target, maxSteps int, keep func(*inputgen.TestCase) bool) []*inputgen.TestCase {
 	var out []*inputgen.TestCase
 	total := 0
-	for _, tc := range p.TestCases {
+	for _, tc := range ordered {
 		if !t.WantsProperty(tc.Property) || (keep != nil && !keep(tc)) {
 			continue
 		}
@@ -155,7 +155,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if plan, err = Plan(ctx, cfg.Target, cfg.Seed); err != nil {
 			return nil, err
 		}
-		cases := selectCases(plan, cfg.Target, cfg.MaxSteps, cfg.CaseFilter)
+		ordered, err := orderCases(plan.TestCases, cfg.Order, cfg.Seed)
+		if err != nil {
+			return nil, err
+		}
+		cases := selectCases(ordered, cfg.Target, cfg.MaxSteps, cfg.CaseFilter)
 		if len(cases) == 0 {
 			return nil, fmt.Errorf("campaign: the plan has no test case for properties %v: check the target's properties", cfg.Target.Properties)
 		}

@@ -38,6 +38,9 @@ type Config struct {
 	OutDir string
 	// MaxSteps bounds the planned desired-state steps (0: the whole plan).
 	MaxSteps int
+	// Order is the order test cases run in: OrderBreadth (default: a seeded
+	// round-robin over properties, operation-heavy ones first) or OrderPlan.
+	Order string
 	// Budget is the campaign's wall-clock limit (0: none). No step starts once
 	// what is left of it would not cover the slowest step so far plus the time
 	// kept for tearing down and writing the reports; the campaign then ends

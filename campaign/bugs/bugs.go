@@ -365,7 +365,7 @@ func Config(repoRoot, stateDir, outDir, binary string, cases []string, workers i
 			corev1.ResourcePods:             resource.MustParse("6"),
 			corev1.ResourceEphemeralStorage: resource.MustParse("50Gi"),
 		}}}
-	return campaign.Config{Target: tg, Provider: prov, Workers: workers, Seed: 7, OutDir: outDir, Stability: time.Second, Quiet: true,
+	return campaign.Config{Target: tg, Provider: prov, Workers: workers, Seed: 7, Order: campaign.OrderPlan, OutDir: outDir, Stability: time.Second, Quiet: true,
 		CaseFilter: func(tc *inputgen.TestCase) bool { return want[tc.ID] }}, nil
 }
 

@@ -77,7 +77,7 @@ func (f *runFlags) resolve(g *globals, spec string) (*targets.Target, cluster.Pr
 func newRunCmd(g *globals) *cobra.Command {
 	var (
 		rf                             runFlags
-		target, out, resume            string
+		target, out, resume, order     string
 		workers, maxSteps              int
 		seed                           int64
 		goTests, shared, noDiff, noMin bool
@@ -101,7 +101,7 @@ A campaign killed at any point continues with --resume DIR.`,
 				SharedCluster: shared, NoDifferential: noDiff, NoMinimize: noMin, Progress: cmd.ErrOrStderr(), Quiet: g.quiet, Logger: g.logger()}
 			cfg.Converge.Quiet, cfg.Converge.Timeout = quietWin, timeout
 			cfg.MinimizeBudget, cfg.DifferentialFromSeed, cfg.Budget = minBudget, fromSeed, budget
-			cfg.MinimizeMisoperations = minMisop
+			cfg.MinimizeMisoperations, cfg.Order = minMisop, order
 			kinds, on, err := campaign.ParseFaultKinds(faultKinds)
 			if err != nil {
 				return fmt.Errorf("--faults: %w", err)
@@ -162,6 +162,7 @@ A campaign killed at any point continues with --resume DIR.`,
 	f.Int64Var(&seed, "seed", 1, "random seed (plan and partitioning); recorded in the summary")
 	f.StringVar(&out, "out", "gauntlet-results", "results folder")
 	f.IntVar(&maxSteps, "max-steps", 0, "bound the planned steps (0: the whole plan)")
+	f.StringVar(&order, "order", campaign.OrderBreadth, "test-case order: breadth (a seeded round-robin over properties, operation-heavy first) or plan (the plan's alphabetical order)")
 	f.DurationVar(&budget, "budget", 0, "wall-clock limit: no step starts that would overrun it (with time kept for the reports); the run ends partial, with its reports, and --resume continues it (SIGINT/SIGTERM do the same)")
 	f.StringVar(&resume, "resume", "", "continue the campaign recorded in DIR")
 	f.BoolVar(&goTests, "go-tests", false, "emit a Go regression test per alarm group")
