@@ -17,7 +17,7 @@ TEST_EVENTS ?= $(CACHE_DIR)/test-events.json
 export GAUNTLET_CACHE_DIR := $(CACHE_DIR)
 export GAUNTLET_OPERATOR_BINARY := $(CURDIR)/$(BIN)/valkey-operator
 
-.PHONY: all deps tools controlplane build demo test test-unit bench bench-bugs vet fmt clean
+.PHONY: all deps tools controlplane build demo test test-unit bench bench-bugs bench-campaign vet fmt clean
 
 all: build
 
@@ -76,6 +76,19 @@ bench: deps controlplane build
 ## bench-bugs: a campaign against each seeded bug (operator/testdata/bugs) and the clean operator; prints which oracle caught what
 bench-bugs: deps controlplane build
 	@GAUNTLET_BENCH_BUGS_RUN=1 $(GO) test -count=1 -timeout 60m -run '^TestBenchBugs$$' -v ./campaign/bugs/
+
+## bench-campaign: the untuned nightly path on the clean operator — a breadth-first campaign with every
+## fault kind, 2 workers, a time budget; prints steps and transitions per hour, timed-out steps, alarm
+## groups and properties covered per seed (BENCH_SEEDS="1 2 3" for several).
+BENCH_SEEDS ?= 1
+BENCH_BUDGET ?= 20m
+bench-campaign: deps controlplane build
+	@for s in $(BENCH_SEEDS); do \
+		out=bench-results/campaign-seed$$s; rm -rf $$out; \
+		echo "bench-campaign: seed $$s, budget $(BENCH_BUDGET), results in $$out" >&2; \
+		$(BIN)/gauntlet run --target valkey --faults all --workers 2 --seed $$s --budget $(BENCH_BUDGET) --no-minimize --out $$out || true; \
+		$(GO) run ./hack/campaignfigures $$out || exit 1; \
+	done
 
 vet:
 	@$(GO) vet ./...
