@@ -66,6 +66,9 @@ type Config struct {
 	Faults *FaultOptions
 	// Converge tunes convergence detection.
 	Converge ConvergeOptions
+	// MisoperationTimeout bounds the convergence of a step known to be a
+	// misoperation before it runs (default 1m): it is not expected to converge.
+	MisoperationTimeout time.Duration
 	// Stability is the window after convergence in which the state must not change (default 2s).
 	Stability time.Duration
 	// DifferentialFromSeed declares the seed before each differential re-run instead of
@@ -99,6 +102,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Stability <= 0 {
 		c.Stability = 2 * time.Second
+	}
+	if c.MisoperationTimeout <= 0 {
+		c.MisoperationTimeout = time.Minute
 	}
 	if c.MinimizeBudget <= 0 {
 		c.MinimizeBudget = 15 * time.Minute

@@ -339,7 +339,14 @@ func (s *session) pickPod(ctx context.Context, p FaultPlan, d model.Object) (str
 
 // wait blocks until the session's namespace converges after start.
 func (s *session) wait(ctx context.Context, start time.Time) (time.Time, []string, error) {
-	at, notReady, err := waitConverged(ctx, s.r.cfg.Converge, s.watch.q, start, func() (map[string]model.Object, string) {
+	opts := s.r.cfg.Converge
+	if s.misop {
+		// A misoperation is not expected to converge: what it does shows
+		// within the misoperation timeout.
+		opts = opts.withDefaults()
+		opts.Timeout = min(opts.Timeout, s.r.cfg.MisoperationTimeout)
+	}
+	at, notReady, err := waitConverged(ctx, opts, s.watch.q, start, func() (map[string]model.Object, string) {
 		objs := s.watch.objects()
 		if _, ok := num(get(objs[s.crKey], "status", "observedGeneration")); ok {
 			s.r.publishesGen.Store(true)

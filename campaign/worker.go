@@ -72,6 +72,9 @@ type session struct {
 	// isolated are pods a partition currently cuts off from their peers (with why).
 	isoMu    sync.Mutex
 	isolated map[string]string
+	// misop is set while a step known to be a misoperation runs (its
+	// convergence waits at most Config.MisoperationTimeout).
+	misop bool
 	// baseline is the state the seed reached and baselineD the seed (see
 	// model.Transition.Baseline).
 	baseline  *model.Snapshot
@@ -239,6 +242,8 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 			rec.Misoperation, rec.MisoperationReason = true, why
 		}
 	}
+	s.misop = in.misop
+	defer func() { s.misop = false }()
 	sp := s.startSampling(ctx, in.desired)
 	if s.wl != nil {
 		s.wl.Update(s.crObject(in.desired))

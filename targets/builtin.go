@@ -61,6 +61,8 @@ func Valkey(repoRoot string) (*Target, error) {
 		},
 		// Claims of removed pods are kept (spec.persistence.whenScaled: Retain): history, not a bug.
 		DifferentialMasks: []string{"PersistentVolumeClaim/data-*"},
+		// spec.restoreFrom names a ValkeyBackup: one that does not exist makes the step a misoperation.
+		References: []Reference{{Path: "spec.restoreFrom.backupName", Kind: "ValkeyBackup", APIVersion: "valkey.gauntlet.dev/v1alpha1"}},
 		// The password Secret the auth test cases refer to exists in every test namespace.
 		Fixtures: []string{filepath.Join(cfg, "samples", "password-secret.yaml")},
 		Values: map[string][]any{
