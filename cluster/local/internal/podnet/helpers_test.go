@@ -210,15 +210,21 @@ func serveUDP(t testing.TB, nsPath, addr, name string) {
 	t.Cleanup(func() { pc.Close(); wg.Wait() })
 }
 
-// dialTimeout bounds connection attempts that are expected to be dropped.
-const dialTimeout = 400 * time.Millisecond
+// dialTimeout bounds connection attempts that are expected to be dropped;
+// reachTimeout those expected to succeed, which must not fail because a
+// loaded machine was slow (a first SYN lost to a port still coming up is
+// resent after a second).
+const (
+	dialTimeout  = 400 * time.Millisecond
+	reachTimeout = 15 * time.Second
+)
 
 // fetch connects from the namespace (host if nsPath is empty) to addr and
 // returns the line the server sends.
-func fetch(nsPath string, addr netip.AddrPort) (string, error) {
+func fetch(nsPath string, addr netip.AddrPort, timeout time.Duration) (string, error) {
 	var c net.Conn
 	dial := func() (err error) {
-		c, err = net.DialTimeout("tcp4", addr.String(), dialTimeout)
+		c, err = net.DialTimeout("tcp4", addr.String(), timeout)
 		return err
 	}
 	var err error
@@ -272,7 +278,11 @@ func (e expect) String() string {
 // (for reach, the answer must also be wantName when that is not empty).
 func checkConn(t testing.TB, label, nsPath string, addr netip.AddrPort, want expect, wantName string) {
 	t.Helper()
-	got, err := fetch(nsPath, addr)
+	timeout := dialTimeout
+	if want == reach {
+		timeout = reachTimeout
+	}
+	got, err := fetch(nsPath, addr, timeout)
 	var outcome expect
 	switch {
 	case err == nil:

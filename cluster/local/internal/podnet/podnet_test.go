@@ -260,7 +260,7 @@ func TestServices(t *testing.T) {
 
 	seen := map[string]int{}
 	for range 24 {
-		got, err := fetch(client.NetNSPath, web)
+		got, err := fetch(client.NetNSPath, web, reachTimeout)
 		if err != nil {
 			t.Fatalf("connect to ClusterIP %s: %v", web, err)
 		}
