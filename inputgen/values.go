@@ -721,8 +721,18 @@ func snapInt(p *crd.Property, v, lo, hi int64) (int64, bool) {
 	return s, s >= lo && s <= hi
 }
 
+// smallClusterReplicas bounds the random replica counts of valid test cases:
+// every pod is a process of a test cluster, and a roll of dozens of pods costs
+// minutes per step (a generated 91 made an untuned campaign time out twice).
+// Boundary test cases still reach the schema's maximum (as misoperations
+// above 50).
+const smallClusterReplicas = 5
+
 func (c *caseCtx) integer(p *crd.Property, avoid any) (any, error) {
 	lo, hi := intBounds(p)
+	if p.Semantic != nil && p.Semantic.Hint == semantic.HintReplicas {
+		hi = min(hi, max(lo, smallClusterReplicas))
+	}
 	if lo > hi {
 		return nil, fmt.Errorf("%s: empty integer range [%d,%d]", p.Path, lo, hi)
 	}
