@@ -244,6 +244,12 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 	}
 	s.misop = in.misop
 	defer func() { s.misop = false }()
+	if in.recreate {
+		// Deleting the custom resource deletes the system: what was written
+		// to it is not promised to survive. The workload starts afresh once
+		// the new system converged.
+		s.stopWorkload(ctx)
+	}
 	sp := s.startSampling(ctx, in.desired)
 	if s.wl != nil {
 		s.wl.Update(s.crObject(in.desired))
@@ -289,7 +295,7 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 			rec.NotReady = append(rec.NotReady, "the system monitor's readings kept changing for a minute after the objects settled")
 		}
 	}
-	if in.kind == model.StepSeed && err == nil {
+	if (in.kind == model.StepSeed || in.recreate) && err == nil {
 		s.startWorkload(ctx, in.desired)
 	}
 

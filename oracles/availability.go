@@ -134,6 +134,9 @@ func (a *AvailabilityOracle) Check(ctx context.Context, t *model.Transition) []m
 	switch {
 	case len(faults) > 0:
 		threshold, what = a.faulted, "under fault ("+strings.Join(kinds, ", ")+")"
+	case Recreated(t):
+		// The custom resource was deleted and created again: the whole system
+		// went down by design.
 	case t.History.Required < 1:
 		// No replica promised (a single server): a planned restart is an outage by
 		// design; the figure is still recorded.

@@ -170,3 +170,18 @@ func TestLongestOutage(t *testing.T) {
 		t.Errorf("longestOutage = %+v, want 3 requests from +30ms lasting 25ms", o)
 	}
 }
+
+// A custom resource deleted and created again is a planned total outage:
+// Recreated tells it from the CR's UID.
+func TestRecreated(t *testing.T) {
+	snap := func(uid string) *model.Snapshot {
+		return &model.Snapshot{CR: "cr", Objects: map[string]model.Object{"cr": {"metadata": map[string]any{"uid": uid}}}}
+	}
+	if !Recreated(&model.Transition{Prev: snap("a"), Curr: snap("b")}) {
+		t.Error("a new UID is a re-creation")
+	}
+	if Recreated(&model.Transition{Prev: snap("a"), Curr: snap("a")}) || Recreated(&model.Transition{Prev: nil, Curr: snap("a")}) ||
+		Recreated(&model.Transition{Prev: snap(""), Curr: snap("a")}) {
+		t.Error("the same UID, or none known, is not a re-creation")
+	}
+}

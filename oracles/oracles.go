@@ -51,3 +51,23 @@ func Run(ctx context.Context, os []Oracle, t *model.Transition) []model.Finding 
 	}
 	return out
 }
+
+// Recreated reports whether the custom resource under test was deleted and
+// created again during t (its UID changed): the system was torn down and
+// rebuilt, a planned total outage whose data the operator need not keep.
+func Recreated(t *model.Transition) bool {
+	if t == nil || t.Prev == nil || t.Curr == nil {
+		return false
+	}
+	uid := func(s *model.Snapshot) string {
+		cr := s.CRObject()
+		if cr == nil {
+			return ""
+		}
+		md, _ := cr["metadata"].(map[string]any)
+		u, _ := md["uid"].(string)
+		return u
+	}
+	a, b := uid(t.Prev), uid(t.Curr)
+	return a != "" && b != "" && a != b
+}

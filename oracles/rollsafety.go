@@ -49,8 +49,8 @@ func (*RollSafety) Check(ctx context.Context, t *model.Transition) []model.Findi
 	if t == nil || t.Step == nil || len(t.Step.Faults) > 0 || len(t.Samples) == 0 || ctx.Err() != nil {
 		return nil
 	}
-	if k := t.Step.Kind; k != model.StepApply && k != model.StepRollback {
-		return nil
+	if k := t.Step.Kind; (k != model.StepApply && k != model.StepRollback) || Recreated(t) {
+		return nil // a re-created custom resource takes every server down by design
 	}
 	start := &t.Samples[0]
 	if t.Prev != nil && t.Prev.System != nil {

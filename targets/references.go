@@ -30,8 +30,15 @@ type Ref struct {
 // inferred maps a field name, or the name of the object holding a "name" field,
 // to the kind it refers to (lower case; the usual Kubernetes API conventions).
 var (
-	nameFields = map[string]string{
-		"secretname": "Secret", "configmapname": "ConfigMap", "serviceaccountname": "ServiceAccount",
+	nameFields = map[string]struct{ apiVersion, kind string }{
+		"secretname":         {"v1", "Secret"},
+		"configmapname":      {"v1", "ConfigMap"},
+		"serviceaccountname": {"v1", "ServiceAccount"},
+		// Cluster-scoped: a pod naming a missing one is refused at admission
+		// (PriorityClass, RuntimeClass) or its claim stays Pending (StorageClass).
+		"priorityclassname": {"scheduling.k8s.io/v1", "PriorityClass"},
+		"runtimeclassname":  {"node.k8s.io/v1", "RuntimeClass"},
+		"storageclassname":  {"storage.k8s.io/v1", "StorageClass"},
 	}
 	holderSuffixes = []struct{ suffix, kind string }{
 		{"secretkeyref", "Secret"}, {"secretref", "Secret"}, {"secret", "Secret"},
@@ -74,8 +81,8 @@ func (t *Target) ReferencesIn(d map[string]any) []Ref {
 				return
 			}
 			field := strings.ToLower(g[strings.LastIndexAny(g, ".]")+1:])
-			if kind, ok := nameFields[field]; ok {
-				out = append(out, Ref{Path: p, APIVersion: "v1", Kind: kind, Name: x})
+			if nf, ok := nameFields[field]; ok {
+				out = append(out, Ref{Path: p, APIVersion: nf.apiVersion, Kind: nf.kind, Name: x})
 				return
 			}
 			if field != "name" || strings.HasSuffix(g, "[].name") {

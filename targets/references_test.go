@@ -54,3 +54,21 @@ func TestValkeyTargetRestoreReference(t *testing.T) {
 		t.Fatalf("references = %+v, want the ValkeyBackup nightly", refs)
 	}
 }
+
+// Fields naming cluster-scoped classes are references too.
+func TestReferencesInClasses(t *testing.T) {
+	tg := &Target{}
+	d := map[string]any{"spec": map[string]any{
+		"scheduling":  map[string]any{"priorityClassName": "gauntlet-mwlxn", "runtimeClassName": "gvisor"},
+		"persistence": map[string]any{"storageClassName": "fast"},
+	}}
+	got := tg.ReferencesIn(d)
+	want := []Ref{
+		{Path: "spec.persistence.storageClassName", APIVersion: "storage.k8s.io/v1", Kind: "StorageClass", Name: "fast"},
+		{Path: "spec.scheduling.priorityClassName", APIVersion: "scheduling.k8s.io/v1", Kind: "PriorityClass", Name: "gauntlet-mwlxn"},
+		{Path: "spec.scheduling.runtimeClassName", APIVersion: "node.k8s.io/v1", Kind: "RuntimeClass", Name: "gvisor"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("ReferencesIn = %+v\nwant %+v", got, want)
+	}
+}
