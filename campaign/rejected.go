@@ -194,3 +194,48 @@ func changedIdentity(p string, prev, cur any) []string {
 	walk(p, prev, cur)
 	return out
 }
+
+// placementKeys are fields that decide where (and whether) the scheduler can
+// place a pod.
+var placementKeys = map[string]bool{
+	"scheduling": true, "affinity": true, "nodeAffinity": true, "podAffinity": true, "podAntiAffinity": true,
+	"nodeSelector": true, "tolerations": true, "topologySpreadConstraints": true, "resources": true,
+	"requests": true, "limits": true, "priorityClassName": true,
+}
+
+// unplaceable reports why a desired state counts as a misoperation for the
+// test cluster: it changes where pods may run (affinity, spread, node
+// selector, requests...) and a pod of the state reached is Unschedulable: the
+// scheduler says the cluster cannot place it as asked (a spread or an affinity
+// over topology the few test nodes do not have, more CPU than a node holds).
+// Empty when that is not the case.
+func unplaceable(prevD, d model.Object, changed []string, snap *model.Snapshot) string {
+	touches := false
+	for _, p := range changed {
+		v, _ := valueAt(d, p)
+		pv, _ := valueAt(prevD, p)
+		for _, n := range append(append(leafNeedles(p, v), leafNeedles(p, pv)...), p[strings.LastIndexByte(p, '.')+1:]) {
+			if placementKeys[n] {
+				touches = true
+			}
+		}
+	}
+	if !touches || snap == nil {
+		return ""
+	}
+	for _, o := range snap.Objects {
+		if o["kind"] != "Pod" {
+			continue
+		}
+		conds, _ := get(o, "status", "conditions").([]any)
+		for _, c := range conds {
+			m, _ := c.(map[string]any)
+			if m["type"] == "PodScheduled" && m["status"] == "False" && m["reason"] == "Unschedulable" {
+				name, _ := get(o, "metadata", "name").(string)
+				msg, _ := m["message"].(string)
+				return fmt.Sprintf("the test cluster cannot place pod %s as the desired state asks: %s", name, msg)
+			}
+		}
+	}
+	return ""
+}

@@ -77,3 +77,20 @@ func TestUserChangeOverData(t *testing.T) {
 		t.Fatalf("the user did not change: %q", got)
 	}
 }
+
+func TestUnplaceable(t *testing.T) {
+	pending := &model.Snapshot{Objects: map[string]model.Object{"/v1/Pod/ns/cache-3": {"kind": "Pod", "metadata": map[string]any{"name": "cache-3"},
+		"status": map[string]any{"conditions": []any{map[string]any{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+			"message": "0/3 nodes are available: 3 node(s) didn't match pod topology spread constraints."}}}}}}
+	prevD := model.Object{"spec": map[string]any{"scheduling": map[string]any{}}}
+	d := model.Object{"spec": map[string]any{"scheduling": map[string]any{"topologySpreadConstraints": []any{map[string]any{"maxSkew": int64(1)}}}}}
+	if got := unplaceable(prevD, d, []string{"spec.scheduling"}, pending); !strings.Contains(got, "cache-3") || !strings.Contains(got, "topology spread") {
+		t.Fatalf("a spread the cluster cannot satisfy: %q", got)
+	}
+	if got := unplaceable(prevD, model.Object{"spec": map[string]any{"config": map[string]any{"a": "b"}}}, []string{"spec.config"}, pending); got != "" {
+		t.Fatalf("a config change with a Pending pod is not a placement misoperation: %q", got)
+	}
+	if got := unplaceable(prevD, d, []string{"spec.scheduling"}, &model.Snapshot{}); got != "" {
+		t.Fatalf("nothing Pending: %q", got)
+	}
+}

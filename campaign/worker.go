@@ -333,6 +333,9 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 		if why == "" {
 			why = userChangeOverData(in.prevDesired, in.desired, in.changed, snap)
 		}
+		if why == "" {
+			why = unplaceable(in.prevDesired, in.desired, in.changed, snap)
+		}
 		if why != "" {
 			in.misop = true
 			rec.Misoperation, rec.MisoperationReason = true, why
