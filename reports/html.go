@@ -62,6 +62,7 @@ type htmlView struct {
 	Started  string
 	Finished string
 	Elapsed  string
+	Run      runView
 	Stats    []stat
 	Oracles  []OracleCount
 	Coverage coverageView
@@ -72,14 +73,54 @@ type htmlView struct {
 }
 
 type stat struct {
-	Label, Value, Class, Href string
+	Label, Value, Class, Href, Title string
+}
+
+// runView is the campaign's extent: desired-state steps and transitions, its
+// time budget, and for a partial run why and where it stopped.
+type runView struct {
+	Partial bool
+	// Stopped says why and where a partial run stopped: "stopped by its 40m
+	// budget after 12 of 30 planned desired-state steps (20 transitions judged)".
+	Stopped string
+	// Dir is the results folder's name (Summary.CampaignID), for --resume.
+	Dir string
+	// DesiredDone counts the desired-state steps done (apply and recreate),
+	// DesiredPlanned those planned (Summary.StepsPlanned), Transitions every
+	// step judged (Summary.StepsDone).
+	DesiredDone, DesiredPlanned, Transitions int
+	// Budget is the time budget ("40m"), Used the run's wall-clock time.
+	Budget, Used string
 }
 
 type coverageView struct {
 	Percent    string
 	BarWidth   string
+	Top        []topCoverage
 	Properties []propertyRow
+	// Open unfolds the per-property table (when it is short).
+	Open bool
 }
+
+// topCoverage is the coverage of one top-level property of the spec
+// ("spec.config"): of its properties (itself and every one below it) and of
+// the test cases planned for them.
+type topCoverage struct {
+	Name                string
+	Props, PropsCovered int
+	Cases, CasesRun     int
+	BarWidth            string
+	// Class is cov-full, cov-part or cov-none (by properties covered).
+	Class string
+	// Uncovered lists the first uncovered properties, MoreUncovered the rest's count.
+	Uncovered     []string
+	MoreUncovered int
+	// NotRun lists the planned test cases no step ran (a hover title).
+	NotRun string
+}
+
+// propertyTableOpen is the most properties whose table the report unfolds.
+const propertyTableOpen = 60
 
 type propertyRow struct {
 	Path      string
@@ -170,55 +211,6 @@ type occurrenceView struct {
 	Evidence []string
 }
 
-// chartView is the inline SVG timeline: one lane per worker, x is time since
-// the campaign started, each step is a bar occupying its time slot whose height
-// is its convergence time.
-type chartView struct {
-	Width, Height int
-	PlotX, PlotW  int
-	PlotEnd       int
-	LabelX        int
-	TickY         int
-	Lanes         []laneView
-	XTicks        []tickView
-	MaxLabel      string
-	Empty         bool
-	AxisY         int
-	ByOrder       bool
-}
-
-type laneView struct {
-	Label  string
-	Y, H   int
-	LabelY int
-	Bars   []barView
-	Marks  []faultMark
-}
-
-// faultMark marks a fault on the chart: a triangle at its injection, and for a
-// fault that held, a band from injection to removal along the lane's top.
-type faultMark struct {
-	Points       string
-	BandX, BandW string
-	BandY        int
-	Class        string
-	Href         string
-	Title        string
-}
-
-type barView struct {
-	X, Y, W, H string
-	Class      string
-	Href       string
-	Title      string
-}
-
-type tickView struct {
-	X      string
-	Label  string
-	Anchor string
-}
-
 func buildView(s Summary, d Details) htmlView {
 	v := htmlView{
 		S:       s,
@@ -235,8 +227,12 @@ func buildView(s Summary, d Details) htmlView {
 		v.Elapsed = fmtDur(s.Finished.Sub(s.Started))
 	}
 	cov := s.Coverage
+	v.Run = buildRun(s)
 	v.Stats = []stat{
-		{Label: "transitions done / planned", Value: fmt.Sprintf("%d / %d", s.StepsDone, s.StepsPlanned), Href: "#timeline"},
+		{Label: "desired-state steps done / planned", Value: fmt.Sprintf("%d / %d", v.Run.DesiredDone, v.Run.DesiredPlanned), Class: cond(s.Partial, "warn", ""), Href: "#timeline",
+			Title: "steps that declared a new desired state from the plan (apply, recreate)"},
+		{Label: "transitions judged", Value: strconv.Itoa(v.Run.Transitions), Href: "#timeline",
+			Title: "every step the oracles judged: seeds, desired states, rollbacks, faults and differential re-runs"},
 		{Label: "alarm groups", Value: strconv.Itoa(len(s.Alarms)), Class: cond(len(s.Alarms) > 0, "bad", "good"), Href: "#alarms"},
 		{Label: "misoperation groups", Value: strconv.Itoa(len(s.Misoperations)), Class: cond(len(s.Misoperations) > 0, "warn", "good"), Href: "#misoperations"},
 		{Label: "property coverage", Value: fmt.Sprintf("%d / %d (%.0f%%)", cov.Covered, cov.Total, cov.Percent()), Class: cond(cov.Covered < cov.Total, "warn", "good"), Href: "#coverage"},
@@ -244,18 +240,12 @@ func buildView(s Summary, d Details) htmlView {
 		{Label: "harness overhead p50 / p95", Value: fmt.Sprintf("%s / %s", fmtDur(s.HarnessOverhead.P50.D()), fmtDur(s.HarnessOverhead.P95.D()))},
 		{Label: "workers", Value: strconv.Itoa(s.Workers)},
 	}
-	if s.Partial {
-		why := "stopped early"
-		switch s.StopReason {
-		case "budget":
-			why = "stopped by its time budget"
-		case "signal":
-			why = "stopped by a signal"
+	if v.Run.Budget != "" {
+		st := stat{Label: "time budget", Value: v.Run.Budget, Class: cond(s.Partial && s.StopReason == "budget", "warn", "")}
+		if v.Run.Used != "" {
+			st.Value += " (used " + v.Run.Used + ")"
 		}
-		v.Stats = append([]stat{{Label: "partial run", Value: why + " (gauntlet run --resume continues it)", Class: "warn"}}, v.Stats...)
-	}
-	if s.Budget != "" {
-		v.Stats = append(v.Stats, stat{Label: "time budget", Value: s.Budget})
+		v.Stats = append(v.Stats, st)
 	}
 	if s.FaultSteps > 0 || s.FaultsUnsupported > 0 {
 		val := strconv.Itoa(s.FaultSteps)
@@ -281,8 +271,11 @@ func buildView(s Summary, d Details) htmlView {
 		r.Steps, r.MoreSteps = links(p.Steps, 6)
 		v.Coverage.Properties = append(v.Coverage.Properties, r)
 	}
+	v.Coverage.Top = buildTopCoverage(cov, s.Timeline)
+	v.Coverage.Open = len(cov.Properties) <= propertyTableOpen
 	tl := append([]TimelineEntry(nil), s.Timeline...)
 	SortTimeline(tl)
+	origin := campaignOrigin(s)
 	for _, e := range tl {
 		r := timelineRow{
 			TimelineEntry: e,
@@ -291,8 +284,8 @@ func buildView(s Summary, d Details) htmlView {
 			Overhead:      fmtDur(e.Overhead.D()),
 			Changed:       strings.Join(e.Changed, ", "),
 		}
-		if !s.Started.IsZero() && !e.Started.IsZero() {
-			r.Offset = "+" + fmtDur(e.Started.Sub(s.Started))
+		if !origin.IsZero() && !e.Started.IsZero() {
+			r.Offset = "+" + fmtDur(e.Started.Sub(origin))
 		}
 		if e.TimedOut {
 			r.Converge = "timed out"
@@ -326,6 +319,136 @@ func buildView(s Summary, d Details) htmlView {
 		v.Misops = append(v.Misops, buildGroupView(g, i+1, "misop", occ, d.Desired, steps))
 	}
 	return v
+}
+
+// buildRun counts the campaign's steps and says why a partial run stopped.
+func buildRun(s Summary) runView {
+	r := runView{Partial: s.Partial, Dir: s.CampaignID, DesiredPlanned: s.StepsPlanned, Transitions: s.StepsDone}
+	for _, e := range s.Timeline {
+		if coversProperties(e.Kind) {
+			r.DesiredDone++
+		}
+	}
+	if r.Transitions == 0 {
+		r.Transitions = len(s.Timeline)
+	}
+	b, hasBudget := budgetOf(s)
+	if hasBudget {
+		r.Budget = fmtBudget(b)
+	} else {
+		r.Budget = s.Budget // unparsable: shown as written
+	}
+	if !s.Started.IsZero() && s.Finished.After(s.Started) {
+		r.Used = fmtDur(s.Finished.Sub(s.Started))
+	}
+	if !s.Partial {
+		return r
+	}
+	switch {
+	case s.StopReason == "budget" && hasBudget:
+		r.Stopped = "stopped by its " + fmtBudget(b) + " budget"
+	case s.StopReason == "budget":
+		r.Stopped = "stopped by its time budget"
+	case s.StopReason == "signal":
+		r.Stopped = "stopped by a signal (SIGINT or SIGTERM)"
+	case s.StopReason != "":
+		r.Stopped = "stopped early (" + s.StopReason + ")"
+	default:
+		r.Stopped = "stopped early"
+	}
+	if r.DesiredPlanned > 0 {
+		r.Stopped += fmt.Sprintf(" after %d of %d planned desired-state steps", r.DesiredDone, r.DesiredPlanned)
+	} else {
+		r.Stopped += fmt.Sprintf(" after %d desired-state step%s", r.DesiredDone, plural(r.DesiredDone))
+	}
+	r.Stopped += fmt.Sprintf(" (%d transition%s judged)", r.Transitions, plural(r.Transitions))
+	return r
+}
+
+// topLevelOf is the top-level spec property a property path belongs to:
+// "spec.config.maxmemory" → "spec.config", "spec.ports[*].name" →
+// "spec.ports"; a path outside spec keeps its first segment.
+func topLevelOf(path string) string {
+	prefix := "spec."
+	rest, ok := strings.CutPrefix(path, prefix)
+	if !ok {
+		prefix, rest = "", path
+	}
+	if i := strings.IndexAny(rest, ".[{"); i > 0 {
+		rest = rest[:i]
+	}
+	return prefix + rest
+}
+
+// maxUncoveredListed is how many uncovered properties a top-level row names.
+const maxUncoveredListed = 4
+
+// buildTopCoverage groups property coverage by top-level spec property: how
+// many of its properties were changed, and how many of the test cases planned
+// for them a desired-state step ran.
+func buildTopCoverage(cov Coverage, tl []TimelineEntry) []topCoverage {
+	ran := map[string]bool{}
+	for _, e := range tl {
+		if coversProperties(e.Kind) && e.TestCase != "" {
+			ran[e.TestCase] = true
+		}
+	}
+	type acc struct {
+		topCoverage
+		cases map[string]bool
+	}
+	by := map[string]*acc{}
+	var names []string
+	for _, p := range cov.Properties {
+		n := topLevelOf(p.Path)
+		a := by[n]
+		if a == nil {
+			a = &acc{topCoverage: topCoverage{Name: n}, cases: map[string]bool{}}
+			by[n] = a
+			names = append(names, n)
+		}
+		a.Props++
+		if p.Covered() {
+			a.PropsCovered++
+		} else if len(a.Uncovered) < maxUncoveredListed {
+			a.Uncovered = append(a.Uncovered, p.Path)
+		} else {
+			a.MoreUncovered++
+		}
+		for _, tc := range p.TestCases {
+			a.cases[tc] = true
+		}
+	}
+	sort.Strings(names)
+	out := make([]topCoverage, 0, len(names))
+	for _, n := range names {
+		a := by[n]
+		var notRun []string
+		for tc := range a.cases {
+			a.Cases++
+			if ran[tc] {
+				a.CasesRun++
+			} else {
+				notRun = append(notRun, tc)
+			}
+		}
+		sort.Strings(notRun)
+		if len(notRun) > 0 {
+			a.NotRun = "not run: " + strings.Join(notRun, ", ")
+		}
+		pct := 100 * float64(a.PropsCovered) / float64(a.Props)
+		a.BarWidth = strconv.FormatFloat(math.Round(pct*10)/10, 'f', -1, 64)
+		switch {
+		case a.PropsCovered == a.Props:
+			a.Class = "cov-full"
+		case a.PropsCovered == 0:
+			a.Class = "cov-none"
+		default:
+			a.Class = "cov-part"
+		}
+		out = append(out, a.topCoverage)
+	}
+	return out
 }
 
 func groupKey(misop bool, sig string) string {
@@ -470,218 +593,6 @@ func buildEvidence(e model.Evidence) evidenceView {
 		ev.Diff = append(ev.Diff, r)
 	}
 	return ev
-}
-
-// Chart geometry, in SVG user units (the SVG scales to the page width).
-const (
-	chartWidth  = 1000
-	chartLeft   = 64
-	chartRight  = 16
-	chartTop    = 24
-	laneHeight  = 64
-	laneGap     = 10
-	chartBottom = 34
-	minBarWidth = 2.0
-	// faultMarkSize is the width and height of a fault's triangle.
-	faultMarkSize = 8
-)
-
-func buildChart(s Summary, tl []TimelineEntry) chartView {
-	c := chartView{Width: chartWidth, PlotX: chartLeft, PlotW: chartWidth - chartLeft - chartRight, PlotEnd: chartWidth - chartRight, LabelX: chartLeft - 8}
-	if len(tl) == 0 {
-		c.Empty = true
-		c.Height = chartTop + chartBottom
-		return c
-	}
-	lanes := map[int][]TimelineEntry{}
-	var workers []int
-	for _, e := range tl {
-		if _, ok := lanes[e.Worker]; !ok {
-			workers = append(workers, e.Worker)
-		}
-		lanes[e.Worker] = append(lanes[e.Worker], e)
-	}
-	sort.Ints(workers)
-
-	// x: time since start when every step has a start time, else step order.
-	t0 := s.Started
-	var tEnd time.Time
-	timed := true
-	for _, e := range tl {
-		if e.Started.IsZero() {
-			timed = false
-			break
-		}
-		if t0.IsZero() || e.Started.Before(t0) {
-			t0 = e.Started
-		}
-		end := e.Started.Add(e.Converge.D() + e.Overhead.D())
-		if end.After(tEnd) {
-			tEnd = end
-		}
-	}
-	if timed && !s.Finished.IsZero() && s.Finished.After(tEnd) {
-		tEnd = s.Finished
-	}
-	span := tEnd.Sub(t0)
-	if !timed || span <= 0 {
-		timed = false
-		c.ByOrder = true
-	}
-	var maxConv time.Duration
-	for _, e := range tl {
-		if e.Converge.D() > maxConv {
-			maxConv = e.Converge.D()
-		}
-	}
-	if maxConv <= 0 {
-		maxConv = time.Second
-	}
-	c.MaxLabel = fmtDur(maxConv)
-	plotW := float64(c.PlotW)
-	maxIdx := 0
-	for _, w := range workers {
-		maxIdx = max(maxIdx, len(lanes[w]))
-	}
-	xOf := func(t time.Time) float64 { return float64(chartLeft) + plotW*float64(t.Sub(t0))/float64(span) }
-	barH := float64(laneHeight - 4)
-	for li, w := range workers {
-		y := chartTop + li*(laneHeight+laneGap)
-		lane := laneView{Label: fmt.Sprintf("w%d", w), Y: y, H: laneHeight, LabelY: y + laneHeight/2 + 4}
-		es := lanes[w]
-		sort.SliceStable(es, func(i, j int) bool { return es[i].Index < es[j].Index })
-		for i, e := range es {
-			var x, wd float64
-			if timed {
-				x = xOf(e.Started)
-				// The bar spans the convergence; a step that timed out
-				// spans its whole slot, up to the next step's start.
-				end := e.Started.Add(e.Converge.D())
-				if e.TimedOut || e.Converge <= 0 {
-					end = tEnd
-					if i+1 < len(es) && es[i+1].Started.After(e.Started) {
-						end = es[i+1].Started
-					}
-				}
-				wd = xOf(end) - x - 1
-			} else {
-				slot := plotW / float64(maxIdx)
-				x = float64(chartLeft) + slot*float64(i)
-				wd = slot - 1
-			}
-			wd = max(wd, minBarWidth)
-			h := barH * float64(e.Converge.D()) / float64(maxConv)
-			if e.TimedOut {
-				h = barH
-			}
-			h = max(h, 2)
-			title := fmt.Sprintf("%s %s", e.ID(), e.Kind)
-			if e.TestCase != "" {
-				title += " " + e.TestCase
-			}
-			if e.TimedOut {
-				title += ": timed out"
-			} else {
-				title += ": converged in " + fmtDur(e.Converge.D())
-			}
-			if e.Findings > 0 {
-				title += fmt.Sprintf(", %d finding(s)", e.Findings)
-			}
-			if e.Misoperation {
-				title += " (misoperation"
-				if e.MisoperationReason != "" {
-					title += ": " + e.MisoperationReason
-				}
-				title += ")"
-			}
-			if e.Availability != nil {
-				title += fmt.Sprintf(", availability %s over %d request(s)", fmtPercent(*e.Availability), e.Requests)
-			}
-			for _, f := range e.Faults {
-				title += "; fault: " + faultTitle(e, f)
-			}
-			class := "bar " + stepClass(e)
-			if len(e.Faults) > 0 {
-				class += " faulted"
-			}
-			lane.Bars = append(lane.Bars, barView{
-				X:     fmtF(x),
-				Y:     fmtF(float64(y+laneHeight) - h),
-				W:     fmtF(wd),
-				H:     fmtF(h),
-				Class: class,
-				Href:  "#" + stepAnchor(e.ID()),
-				Title: title,
-			})
-			// Fault marks: at the injection time when the chart is timed and
-			// the fault was injected, else along the bar's start.
-			for fi, f := range e.Faults {
-				mx := x + float64(fi)*faultMarkSize
-				var bandX, bandW float64
-				if timed && f.Unsupported == "" && !f.Injected.IsZero() {
-					mx = clampF(xOf(f.Injected), float64(chartLeft), float64(chartLeft)+plotW)
-					if !f.Removed.IsZero() && f.Removed.After(f.Injected) {
-						bandX = mx
-						bandW = max(clampF(xOf(f.Removed), float64(chartLeft), float64(chartLeft)+plotW)-mx, 1)
-					}
-				}
-				m := faultMark{
-					Points: fmtF(mx-faultMarkSize/2) + "," + strconv.Itoa(y) + " " + fmtF(mx+faultMarkSize/2) + "," + strconv.Itoa(y) + " " + fmtF(mx) + "," + strconv.Itoa(y+faultMarkSize),
-					BandY:  y,
-					Class:  "fmark",
-					Href:   "#" + stepAnchor(e.ID()),
-					Title:  e.ID() + " fault: " + faultTitle(e, f),
-				}
-				if bandW > 0 {
-					m.BandX, m.BandW = fmtF(bandX), fmtF(bandW)
-				}
-				if f.Unsupported != "" {
-					m.Class += " unsupported"
-				}
-				if f.Persistent {
-					m.Class += " persistent"
-				}
-				lane.Marks = append(lane.Marks, m)
-			}
-		}
-		c.Lanes = append(c.Lanes, lane)
-	}
-	c.AxisY = chartTop + len(workers)*(laneHeight+laneGap) - laneGap
-	c.Height = c.AxisY + chartBottom
-	c.TickY = c.AxisY + 18
-	const ticks = 5
-	for i := 0; i <= ticks; i++ {
-		x := float64(chartLeft) + plotW*float64(i)/ticks
-		var label string
-		if timed {
-			label = "+" + fmtDur(time.Duration(float64(span)*float64(i)/ticks).Round(time.Second))
-		} else {
-			label = "step " + strconv.Itoa(int(math.Round(float64(maxIdx)*float64(i)/ticks)))
-		}
-		anchor := "middle"
-		switch i {
-		case 0:
-			anchor = "start"
-		case ticks:
-			anchor = "end"
-		}
-		c.XTicks = append(c.XTicks, tickView{X: fmtF(x), Label: label, Anchor: anchor})
-	}
-	return c
-}
-
-func stepClass(e TimelineEntry) string {
-	switch {
-	case e.TimedOut:
-		return "timeout"
-	case e.Findings > 0 && e.Misoperation:
-		return "misop"
-	case e.Findings > 0:
-		return "alarm"
-	case e.Misoperation:
-		return "misop-ok"
-	}
-	return "ok"
 }
 
 var anchorUnsafe = regexp.MustCompile(`[^A-Za-z0-9_-]+`)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,6 +38,9 @@ func goldenSummary(t *testing.T) Summary {
 		t.Fatal(err)
 	}
 	s.Target = "valkey " + pwn
+	// Stopped by a 12-minute budget: the banner, the budget card and the
+	// chart's budget line show.
+	s.Partial, s.StopReason, s.Budget = true, "budget", (12 * time.Minute).String()
 	s.Alarms[1].Summary += pwn
 	s.Alarms[1].Evidence[0].Detail = pwn
 	s.Alarms[1].Reproducer = "alarms/2" + pwn
@@ -219,6 +223,9 @@ func checkReportStructure(t *testing.T, doc *html.Node, s Summary) {
 		t.Errorf("timeline table has %d step rows, want %d", len(trs), len(s.Timeline))
 	}
 	checkFaultsAndAvailability(t, doc, s)
+	checkTimelineChart(t, doc, s)
+	checkPartial(t, doc, s)
+	checkCoverageTotals(t, doc, s)
 	// Self-contained: one inline script, one inline style, nothing fetched.
 	if n := len(find(doc, isElem(atom.Script))); n != 1 {
 		t.Errorf("%d <script> elements, want exactly the report's own (campaign strings must be escaped)", n)
@@ -312,6 +319,7 @@ func TestReportInChromium(t *testing.T) {
 		testenv.Unavailable(t, "Chromium is not installed (Debian: apt-get install -y chromium, or `make deps`): the headless browser check of report.html needs it")
 	}
 	page, s := renderGolden(t)
+	page = withProbe(t, page)
 	dir := t.TempDir()
 	file := filepath.Join(dir, HTMLFile)
 	if err := os.WriteFile(file, page, 0o644); err != nil {
@@ -323,6 +331,7 @@ func TestReportInChromium(t *testing.T) {
 		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--disable-breakpad", "--disable-crash-reporter",
+		"--enable-logging=stderr", "--v=0", // console messages go to stderr
 		"--user-data-dir="+filepath.Join(dir, "profile"),
 		"--virtual-time-budget=2000", "--dump-dom", "file://"+file)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -353,7 +362,143 @@ func TestReportInChromium(t *testing.T) {
 	if v, ok := attr(root[0], "data-pwned"); ok {
 		t.Fatalf("a campaign string ran as code in the browser (data-pwned=%s)", v)
 	}
+	// The page logs nothing: no script error, no CSP violation, no warning.
+	for _, l := range strings.Split(stderr.String(), "\n") {
+		if strings.Contains(l, ":CONSOLE") {
+			t.Errorf("browser console: %s", l)
+		}
+	}
+	checkProbe(t, root[0], s)
+	for _, n := range find(doc, func(n *html.Node) bool { v, _ := attr(n, "id"); return v == probeID }) {
+		n.Parent.RemoveChild(n)
+	}
 	checkReportStructure(t, doc, s)
+}
+
+// probeID is the id of the script TestReportInChromium adds to the page.
+const probeID = "gauntlet-test-probe"
+
+// probeJS measures the rendered page in the browser and writes what it saw to
+// <html data-probe>: the timeline's and its parts' boxes, the fills the
+// stylesheet gave each outcome, and the boxes of the partial banner and the
+// top-level coverage table.
+const probeJS = `(function () {
+  "use strict";
+  function box(el) {
+    if (!el) return [0, 0];
+    var r = el.getBoundingClientRect();
+    return [r.width, r.height];
+  }
+  function count(sel) {
+    var n = 0, shown = 0;
+    document.querySelectorAll(sel).forEach(function (el) {
+      n++;
+      var b = box(el);
+      if (b[0] > 0 && b[1] > 0) shown++;
+    });
+    return [n, shown];
+  }
+  var out = {
+    chart: box(document.getElementById("timeline-chart")),
+    lanes: [], fills: {},
+    bars: count("#timeline-chart rect.bar"),
+    marks: count("#timeline-chart g.fmark polygon.marker"),
+    avail: count("#timeline-chart g.availmark rect.availok"),
+    partial: box(document.getElementById("partial")),
+    coverage: box(document.getElementById("coverage-top"))
+  };
+  document.querySelectorAll("#timeline-chart g.lane").forEach(function (g) { out.lanes.push(box(g)); });
+  ["ok", "alarm", "misop", "misop-ok", "timeout"].forEach(function (c) {
+    var b = document.querySelector("#timeline-chart rect.bar." + c);
+    if (b) out.fills[c] = getComputedStyle(b).fill;
+  });
+  document.documentElement.setAttribute("data-probe", JSON.stringify(out));
+})();`
+
+// withProbe adds probeJS to the page, allowed by its hash in the page's
+// Content-Security-Policy (which still refuses anything else).
+func withProbe(t *testing.T, page []byte) []byte {
+	t.Helper()
+	h := sha256.Sum256([]byte(probeJS))
+	src := "script-src 'sha256-" + base64.StdEncoding.EncodeToString(h[:]) + "' "
+	p := string(page)
+	i := strings.Index(p, "script-src ")
+	j := strings.LastIndex(p, "</body>")
+	if i < 0 || j < 0 {
+		t.Fatal("page has no script-src directive or no </body>")
+	}
+	return []byte(p[:i] + src + p[i+len("script-src "):j] + `<script id="` + probeID + `">` + probeJS + "</script>\n" + p[j:])
+}
+
+// checkProbe checks what probeJS measured: the timeline drew with a real size,
+// every bar, fault mark and availability mark is visible, each lane has
+// height, outcomes have distinct stylesheet colours, and the banner and
+// coverage table take room.
+func checkProbe(t *testing.T, root *html.Node, s Summary) {
+	t.Helper()
+	raw, ok := attr(root, "data-probe")
+	if !ok {
+		t.Fatal("the test probe did not run (its CSP hash?)")
+	}
+	var p struct {
+		Chart, Partial, Coverage [2]float64
+		Lanes                    [][2]float64
+		Bars, Marks, Avail       [2]int
+		Fills                    map[string]string
+	}
+	if err := json.Unmarshal([]byte(raw), &p); err != nil {
+		t.Fatalf("data-probe %q: %v", raw, err)
+	}
+	if p.Chart[0] < 300 || p.Chart[1] < 50 {
+		t.Errorf("timeline chart renders %vx%v px", p.Chart[0], p.Chart[1])
+	}
+	workers := map[int]bool{}
+	var faults, measured int
+	for _, e := range s.Timeline {
+		workers[e.Worker] = true
+		faults += len(e.Faults)
+		if e.Availability != nil {
+			measured++
+		}
+	}
+	if len(p.Lanes) != len(workers) {
+		t.Errorf("browser drew %d lanes, want %d", len(p.Lanes), len(workers))
+	}
+	for i, l := range p.Lanes {
+		if l[0] <= 0 || l[1] < 20 {
+			t.Errorf("lane %d renders %vx%v px", i, l[0], l[1])
+		}
+	}
+	for _, c := range []struct {
+		what string
+		got  [2]int
+		want int
+	}{{"bars", p.Bars, len(s.Timeline)}, {"fault marks", p.Marks, faults}, {"availability marks", p.Avail, measured}} {
+		if c.got[0] != c.want || c.got[1] != c.want {
+			t.Errorf("browser has %d %s, %d of them visible; want %d", c.got[0], c.what, c.got[1], c.want)
+		}
+	}
+	seen := map[string]string{}
+	for class, fill := range p.Fills {
+		if fill == "" || fill == "rgb(0, 0, 0)" || fill == "none" {
+			t.Errorf("%s bars are filled %q: the stylesheet did not apply", class, fill)
+		}
+		if other, dup := seen[fill]; dup {
+			t.Errorf("%s and %s bars share the colour %s", class, other, fill)
+		}
+		seen[fill] = class
+	}
+	for _, e := range s.Timeline {
+		if class, _ := wantVerdict(e); p.Fills[class] == "" {
+			t.Errorf("no fill measured for %s bars (%s)", class, e.ID())
+		}
+	}
+	if s.Partial && (p.Partial[0] <= 0 || p.Partial[1] <= 0) {
+		t.Errorf("partial banner renders %vx%v px", p.Partial[0], p.Partial[1])
+	}
+	if p.Coverage[0] <= 0 || p.Coverage[1] <= 0 {
+		t.Errorf("coverage table renders %vx%v px", p.Coverage[0], p.Coverage[1])
+	}
 }
 
 // checkFaultsAndAvailability checks the OAT layer's columns, chart marks,
