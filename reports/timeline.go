@@ -256,6 +256,17 @@ func (a timeAxis) active() time.Duration {
 	return d
 }
 
+// nearBreak reports whether x is too close to a cut gap for a tick label
+// (the gap has its own label).
+func (a timeAxis) nearBreak(x float64) bool {
+	for i := 1; i < len(a.segs); i++ {
+		if math.Abs(x-(a.segs[i-1].x1+a.segs[i].x0)/2) < minTickSpacing/2 {
+			return true
+		}
+	}
+	return false
+}
+
 // tickSteps are the candidate tick intervals, in minutes.
 var tickSteps = []float64{0.25, 0.5, 1, 2, 5, 10, 15, 20, 30, 60, 120, 180, 240, 360, 720, 1440}
 
@@ -285,7 +296,7 @@ func (a timeAxis) ticks(plotW float64) []tickView {
 		to := s.to.Sub(a.t0).Minutes()
 		for m := math.Ceil(from/step-1e-9) * step; m <= to+1e-9; m += step {
 			x := a.x(a.t0.Add(time.Duration(m * float64(time.Minute))))
-			if x-last < minTickSpacing*0.6 {
+			if x-last < minTickSpacing*0.6 || a.nearBreak(x) {
 				continue
 			}
 			last = x
@@ -498,7 +509,7 @@ func buildChart(s Summary, tl []TimelineEntry) chartView {
 					Step: e.ID(), X: fmtF(x), W: fmtF(wd),
 					OKY: fmtF(float64(lane.StripY) + laneStripH - okH), OKH: fmtF(okH),
 					Low: rate < lowAvailability, Href: href,
-					Title: e.ID() + " " + buildAvail(e).Title + ": " + fmtPercent(rate),
+					Title: availTitle(e, rate),
 				}
 				if rate < 1 {
 					m.LossY, m.LossH = strconv.Itoa(lane.StripY), fmtF(laneStripH-okH)
@@ -585,6 +596,19 @@ func buildChart(s Summary, tl []TimelineEntry) chartView {
 		}
 	}
 	return c
+}
+
+// availTitle is an availability mark's hover text: "w1/s9 availability 62.5%:
+// 25 of 40 request(s) succeeded (below 80.0%)".
+func availTitle(e TimelineEntry, rate float64) string {
+	t := e.ID() + " availability " + fmtPercent(rate)
+	if e.Requests > 0 {
+		t += fmt.Sprintf(": %d of %d request(s) succeeded", int(math.Round(rate*float64(e.Requests))), e.Requests)
+	}
+	if rate < lowAvailability {
+		t += " (below " + fmtPercent(lowAvailability) + ")"
+	}
+	return t
 }
 
 // campaignOrigin is when the campaign started: the earliest of Summary.Started

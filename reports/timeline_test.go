@@ -178,6 +178,21 @@ func checkTimelineChart(t *testing.T, doc *html.Node, s Summary) {
 	if len(labels) < 3 {
 		t.Fatalf("%d tick labels", len(labels))
 	}
+	// Tick labels keep apart, and away from the labels of cut gaps.
+	breaks := find(chart, func(n *html.Node) bool { return hasClass(n, "axisbreak") })
+	lastX := math.Inf(-1)
+	for _, l := range labels {
+		x := attrF(t, l, "x")
+		if x-lastX < minTickSpacing*0.6 {
+			t.Errorf("tick %q at x=%v is %v from the previous one", textOf(l), x, x-lastX)
+		}
+		lastX = x
+		for _, b := range breaks {
+			if bl := find(b, func(n *html.Node) bool { return n.Data == "line" }); len(bl) == 1 && math.Abs(attrF(t, bl[0], "x1")-x) < minTickSpacing/2 {
+				t.Errorf("tick %q at x=%v overlaps the label of the axis break at %v", textOf(l), x, attrF(t, bl[0], "x1"))
+			}
+		}
+	}
 	prev, step := math.Inf(-1), 0.0
 	for i, l := range labels {
 		m, err := strconv.ParseFloat(textOf(l), 64)
@@ -519,8 +534,13 @@ func bigCampaign(workers, perWorker int, resumed bool) Summary {
 	}
 	s.Finished = end
 	if resumed {
-		// This run: the second half.
-		s.Started = start.Add(20 * time.Hour)
+		// This run, the second half, started half a minute before its first step.
+		s.Started = end
+		for _, e := range s.Timeline {
+			if e.Index == perWorker/2 && e.Started.Before(s.Started) {
+				s.Started = e.Started.Add(-30 * time.Second)
+			}
+		}
 	}
 	SortTimeline(s.Timeline)
 	return s
