@@ -37,6 +37,7 @@ const (
 	// pxPerStep is the least room per step of the busiest lane: a chart that
 	// would give less grows wider (it scrolls inside its figure).
 	pxPerStep     = 6
+	maxPxPerStep  = 24
 	maxChartWidth = 12000
 	// minTickSpacing is the least room between two labelled ticks.
 	minTickSpacing = 70
@@ -420,14 +421,16 @@ func buildChart(s Summary, tl []TimelineEntry) chartView {
 	}
 	// Width: the page's, unless the busiest lane needs more room per step, or
 	// short steps (the 10th percentile of the time from a step to the next)
-	// would be drawn thinner than minBarWidth.
+	// would be drawn thinner than minBarWidth; the latter never asks for more
+	// than maxPxPerStep per step (a few short steps in a long campaign stay thin).
 	c.PlotW = chartWidth - chartLeft - chartRight
 	need := busiest * pxPerStep
 	if timed {
 		probe := newTimeAxis(ivs, 0, 1)
 		if p := slotPercentile(lanes, latest, 0.1); p > 0 {
 			breaks := len(probe.segs) - 1
-			need = max(need, int(math.Ceil(minBarWidth*float64(probe.active())/float64(p)))+breaks*breakWidth)
+			short := math.Ceil(minBarWidth * float64(probe.active()) / float64(p))
+			need = max(need, int(min(short, float64(busiest*maxPxPerStep)))+breaks*breakWidth)
 		}
 	}
 	if need > c.PlotW {

@@ -561,10 +561,30 @@ func TestTimelineChartScales(t *testing.T) {
 		{"3 workers × 120 steps", 3, 120, false, false, 0},
 		{"one worker, 400 steps", 1, 400, false, true, 0},
 		{"2 workers × 150 steps, resumed the next night", 2, 150, true, false, 1},
+		{"24 steps, a few short ones in a long campaign", 2, 12, false, false, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := bigCampaign(tc.workers, tc.perWorker, tc.resumed)
+			if tc.perWorker < 30 {
+				// Long steps, and a few of a second.
+				for i := range s.Timeline {
+					e := &s.Timeline[i]
+					e.Started = s.Started.Add(time.Duration(e.Index)*20*time.Minute + time.Duration(e.Worker)*time.Second)
+					e.TimedOut, e.Converge = false, Duration(15*time.Minute)
+					if e.Index%4 == 1 {
+						e.Converge = Duration(time.Second)
+					}
+					for j := range e.Faults {
+						e.Faults[j].Injected = e.Started.Add(time.Second)
+						if !e.Faults[j].Removed.IsZero() {
+							e.Faults[j].Removed = e.Started.Add(10 * time.Second)
+						}
+					}
+				}
+				s.Finished = s.Started.Add(time.Duration(tc.perWorker) * 20 * time.Minute)
+				SortTimeline(s.Timeline)
+			}
 			doc, page := renderDoc(t, s)
 			checkTimelineChart(t, doc, s)
 			chart := byID(doc, "timeline-chart")
@@ -584,6 +604,9 @@ func TestTimelineChartScales(t *testing.T) {
 			}
 			if tc.wide && !hasClass(chart, "wide") {
 				t.Error("a chart of 400 steps in one lane is not wide")
+			}
+			if len(s.Timeline) < 30 && hasClass(chart, "wide") {
+				t.Error("a chart of fewer than 30 steps is wide")
 			}
 			if hasClass(chart, "wide") {
 				if w, _ := attr(chart, "width"); w != strconv.Itoa(width) || width < chartLeft+tc.perWorker*pxPerStep+chartRight || width > maxChartWidth {
