@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/inputgen"
@@ -88,18 +89,49 @@ func attachReproducer(dir string, g *reports.AlarmGroup, res *Result, plan *inpu
 	if !goTests {
 		return
 	}
-	rep := reports.Reproducer{
-		Name:      "Gauntlet" + strconv.Itoa(cg.ID),
+	rep, _ := GoTestReproducer(cg, reports.CRDRef{Group: plan.Group, Version: plan.Version, Kind: plan.Kind}, filepath.Join(dir, alarmDir))
+	name := reports.GoTestFileName(rep)
+	err := writeWith(filepath.Join(dir, alarmDir, name), func(f *os.File) error { return reports.WriteGoTest(f, rep) })
+	if err != nil {
+		// The replay-only reproducer (gauntlet reproduce) remains.
+		_ = os.Remove(filepath.Join(dir, alarmDir, name))
+		if !errors.Is(err, reports.ErrNoInvariant) {
+			g.GoTestError = err.Error()
+		}
+		return
+	}
+	g.GoTest = filepath.Join(alarmDir, name)
+}
+
+// GoTestReproducer is the reproducer of g as its generated Go test declares it
+// (named Gauntlet<ID>, package gauntlet_test): the seed, then the minimized
+// steps with their recreations and replayable faults, the target to deploy,
+// and the evidence of g's first finding that has some. replayDir is the alarm
+// folder `gauntlet reproduce` takes. ok is false when g has no reproducer.
+func GoTestReproducer(g *AlarmGroup, crd reports.CRDRef, replayDir string) (rep reports.Reproducer, ok bool) {
+	r := g.Reproducer
+	if r == nil {
+		return reports.Reproducer{}, false
+	}
+	target := r.Target
+	if target != "" && !strings.HasPrefix(target, "builtin:") && !filepath.IsAbs(target) {
+		if abs, err := filepath.Abs(target); err == nil {
+			target = abs // a target file, found from wherever the test runs
+		}
+	}
+	rep = reports.Reproducer{
+		Name:      "Gauntlet" + strconv.Itoa(g.ID),
 		Package:   "gauntlet_test",
-		CRD:       reports.CRDRef{Group: plan.Group, Version: plan.Version, Kind: plan.Kind},
+		Target:    target,
+		CRD:       crd,
 		Namespace: "gauntlet-repro",
 		Oracle:    r.Oracle,
 		Signature: r.Signature,
 		Summary:   r.Summary,
-		Evidence:  firstEvidence(cg),
+		Evidence:  firstEvidence(g),
+		ReplayDir: replayDir,
 	}
 	rep.Steps = append(rep.Steps, r.Seed)
-	rep.ReplayDir = filepath.Join(dir, alarmDir)
 	for i, s := range r.Steps {
 		rep.Steps = append(rep.Steps, s.Desired)
 		if s.Recreate {
@@ -114,17 +146,7 @@ func attachReproducer(dir string, g *reports.AlarmGroup, res *Result, plan *inpu
 			}
 		}
 	}
-	name := reports.GoTestFileName(rep)
-	err := writeWith(filepath.Join(dir, alarmDir, name), func(f *os.File) error { return reports.WriteGoTest(f, rep) })
-	if err != nil {
-		// The replay-only reproducer (gauntlet reproduce) remains.
-		_ = os.Remove(filepath.Join(dir, alarmDir, name))
-		if !errors.Is(err, reports.ErrNoInvariant) {
-			g.GoTestError = err.Error()
-		}
-		return
-	}
-	g.GoTest = filepath.Join(alarmDir, name)
+	return rep, true
 }
 
 func firstEvidence(g *AlarmGroup) []model.Evidence {

@@ -87,6 +87,7 @@ func nastyReproducer() Reproducer {
 	return Reproducer{
 		Name:      "consistency-5901e243ab35 " + nasty,
 		Package:   "e2e",
+		Target:    "/home/me/targets/" + nasty + ".yaml",
 		CRD:       CRDRef{Group: vkGroup, Version: "v1alpha1", Kind: "ValkeyCluster", Resource: "valkeyclusters"},
 		Namespace: "gauntlet-w0",
 		Steps:     []model.Object{spec(3), spec(1), spec(3)},
@@ -111,6 +112,7 @@ func healthReproducer() Reproducer {
 	return Reproducer{
 		Name:      "health pods crash after config change",
 		Package:   "e2e",
+		Target:    "builtin:valkey",
 		CRD:       CRDRef{Group: vkGroup, Version: "v1alpha1", Kind: "ValkeyCluster"},
 		Namespace: "gauntlet-w1",
 		Steps: []model.Object{{
@@ -166,158 +168,291 @@ func generate(t *testing.T, r Reproducer) []byte {
 	return buf.Bytes()
 }
 
-func TestWriteGoTestSafeSource(t *testing.T) {
-	r := nastyReproducer()
-	src := generate(t, r)
-	if !utf8.Valid(src) || bytes.IndexByte(src, 0) >= 0 {
-		t.Fatal("generated source is not valid UTF-8 without NUL bytes")
-	}
-	if again, err := format.Source(src); err != nil || !bytes.Equal(again, src) {
-		t.Fatalf("generated source is not gofmt-clean (err %v)", err)
-	}
-	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, "gen_test.go", src, parser.ParseComments)
+// decoded is a generated test read back: its function's name and the
+// Reproducer literal it hands to testkit.Run, evaluated.
+type decoded struct {
+	Func  string
+	Repro Reproducer
+}
+
+// decodeGoTest parses generated source, checks its shape (one TestReproduce
+// function whose body is the single call testkit.Run(t, testkit.Reproducer{…}))
+// and evaluates the literal: string literals and their concatenations,
+// integers, booleans, durations (N * time.Unit), testkit.MustObject and
+// testkit.MustJSON calls, and composite literals of the testkit types.
+func decodeGoTest(t *testing.T, src []byte) decoded {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), "gen_test.go", src, parser.ParseComments)
 	if err != nil {
 		t.Fatalf("generated source does not parse: %v\n%s", err, src)
 	}
-	if f.Name.Name != "e2e" {
-		t.Errorf("package %s, want e2e", f.Name.Name)
-	}
-	// Every comment is a line comment that the campaign's text cannot end early.
-	for _, cg := range f.Comments {
-		for _, c := range cg.List {
-			if !strings.HasPrefix(c.Text, "//") || strings.ContainsAny(c.Text, "\n\x00") {
-				t.Errorf("comment %q could be broken by campaign text", c.Text)
-			}
-		}
-	}
-	// The test function and its helper type are named after the reproducer.
 	var fn *ast.FuncDecl
 	for _, d := range f.Decls {
-		if d, ok := d.(*ast.FuncDecl); ok && d.Recv == nil {
+		if d, ok := d.(*ast.FuncDecl); ok {
+			if fn != nil || d.Recv != nil || !strings.HasPrefix(d.Name.Name, "TestReproduce") {
+				t.Fatalf("want a single TestReproduce function, found %s too", d.Name.Name)
+			}
 			fn = d
 		}
 	}
-	if fn == nil || !strings.HasPrefix(fn.Name.Name, "TestReproduceConsistency5901e243ab35Script") {
-		t.Fatalf("test function %v", fn)
+	if fn == nil || len(fn.Body.List) != 1 {
+		t.Fatalf("want a TestReproduce function with one statement")
 	}
-	// Decode the desired states back from the source: each is a concatenation
-	// of quoted lines; together they must equal the cleaned objects.
-	var desired []map[string]any
-	var strs []string
-	ast.Inspect(fn, func(n ast.Node) bool {
-		kv, ok := n.(*ast.KeyValueExpr)
-		if !ok {
-			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-				s, err := strconv.Unquote(lit.Value)
-				if err != nil {
-					t.Errorf("literal %s: %v", lit.Value, err)
+	call, ok := fn.Body.List[0].(*ast.ExprStmt).X.(*ast.CallExpr)
+	if !ok || selector(call.Fun) != "testkit.Run" || len(call.Args) != 2 {
+		t.Fatalf("the test's statement is not testkit.Run(t, …)")
+	}
+	lit, ok := call.Args[1].(*ast.CompositeLit)
+	if !ok || selector(lit.Type) != "testkit.Reproducer" {
+		t.Fatalf("testkit.Run's argument is not a testkit.Reproducer literal")
+	}
+	var r Reproducer
+	evalInto(t, lit, reflect.ValueOf(&r).Elem())
+	return decoded{Func: fn.Name.Name, Repro: r}
+}
+
+func selector(e ast.Expr) string {
+	if s, ok := e.(*ast.SelectorExpr); ok {
+		if x, ok := s.X.(*ast.Ident); ok {
+			return x.Name + "." + s.Sel.Name
+		}
+	}
+	return ""
+}
+
+var durationType = reflect.TypeOf(time.Duration(0))
+
+// evalInto evaluates e into v (of v's type).
+func evalInto(t *testing.T, e ast.Expr, v reflect.Value) {
+	t.Helper()
+	if lit, ok := e.(*ast.CompositeLit); ok {
+		switch v.Kind() {
+		case reflect.Struct:
+			for _, el := range lit.Elts {
+				kv := el.(*ast.KeyValueExpr)
+				name := kv.Key.(*ast.Ident).Name
+				fv := v.FieldByName(name)
+				if !fv.IsValid() {
+					t.Fatalf("%s has no field %s", v.Type(), name)
 				}
-				strs = append(strs, s)
+				evalInto(t, kv.Value, fv)
 			}
-			return true
-		}
-		if id, ok := kv.Key.(*ast.Ident); !ok || id.Name != "desired" {
-			return true
-		}
-		var b strings.Builder
-		var concat func(e ast.Expr)
-		concat = func(e ast.Expr) {
-			switch e := e.(type) {
-			case *ast.BinaryExpr:
-				concat(e.X)
-				concat(e.Y)
-			case *ast.BasicLit:
-				s, err := strconv.Unquote(e.Value)
-				if err != nil {
-					t.Fatalf("literal %s: %v", e.Value, err)
-				}
-				b.WriteString(s)
-			default:
-				t.Fatalf("desired state is not a string literal: %T", e)
+		case reflect.Slice:
+			s := reflect.MakeSlice(v.Type(), len(lit.Elts), len(lit.Elts))
+			for i, el := range lit.Elts {
+				evalInto(t, el, s.Index(i))
 			}
+			v.Set(s)
+		case reflect.Map:
+			m := reflect.MakeMap(v.Type())
+			for _, el := range lit.Elts {
+				kv := el.(*ast.KeyValueExpr)
+				k, val := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
+				evalInto(t, kv.Key, k)
+				evalInto(t, kv.Value, val)
+				m.SetMapIndex(k, val)
+			}
+			v.Set(m)
+		default:
+			t.Fatalf("composite literal for a %s", v.Type())
 		}
-		concat(kv.Value)
-		var obj map[string]any
-		if err := json.Unmarshal([]byte(b.String()), &obj); err != nil {
-			t.Fatalf("desired state is not JSON: %v\n%s", err, b.String())
-		}
-		desired = append(desired, obj)
-		return true
-	})
-	if len(desired) != len(r.Steps) {
-		t.Fatalf("found %d desired states, want %d", len(desired), len(r.Steps))
+		return
 	}
-	for i, got := range desired {
-		want := map[string]any{}
-		b, _ := json.Marshal(r.Steps[i])
-		_ = json.Unmarshal(b, &want)
-		delete(want, "status")
-		want["metadata"] = map[string]any{"name": "vk", "annotations": map[string]any{nasty: nasty}}
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("step %d desired state came back as\n%v\nwant\n%v", i, got, want)
-		}
-	}
-	// The expected values and names are literals too.
-	for _, want := range []string{
-		mustJSON(t, "maxmemory 64mb\n"+nasty), mustJSON(t, nasty), "3",
-		"vk-config", "vk", "valkey.conf", "valkeyclusters", "gauntlet-w0",
-		"consistency alarm consistency-5901e243ab35: spec.config is not applied: " + nasty,
-	} {
-		if !contains(strs, want) {
-			t.Errorf("no string literal %q in the generated test", want)
-		}
-	}
-	// Three field checks (the detail-only and expected-less evidence assert nothing),
-	// no health check, one recreate.
-	for _, c := range []struct {
-		sub  string
-		want int
-	}{
-		{"r.expectField(ctx, t,", 3},
-		{"r.expectHealthy(ctx, t)\n", 0},
-		{"recreate: true", 1},
-		{"[2]string{\"name\", \"valkey\"}", 1},
-		{"convergeTimeout: 90 * time.Second", 1},
-		{"quiet:           1500 * time.Millisecond", 1},
-	} {
-		if n := strings.Count(string(src), c.sub); n != c.want {
-			t.Errorf("generated test has %d × %q, want %d", n, c.sub, c.want)
-		}
+	x := evalValue(t, e)
+	switch {
+	case v.Type() == durationType:
+		v.SetInt(int64(x.(time.Duration)))
+	case v.Kind() == reflect.Interface:
+		v.Set(reflect.ValueOf(x))
+	default:
+		v.Set(reflect.ValueOf(x).Convert(v.Type()))
 	}
 }
 
-func mustJSON(t *testing.T, v any) string {
+// evalValue evaluates a scalar expression of the generated source.
+func evalValue(t *testing.T, e ast.Expr) any {
 	t.Helper()
-	b, err := json.Marshal(v)
+	switch e := e.(type) {
+	case *ast.BasicLit:
+		switch e.Kind {
+		case token.STRING:
+			s, err := strconv.Unquote(e.Value)
+			if err != nil {
+				t.Fatalf("literal %s: %v", e.Value, err)
+			}
+			return s
+		case token.INT:
+			n, err := strconv.Atoi(e.Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	case *ast.Ident:
+		switch e.Name {
+		case "true", "false":
+			return e.Name == "true"
+		}
+	case *ast.BinaryExpr:
+		x, y := evalValue(t, e.X), evalValue(t, e.Y)
+		switch e.Op {
+		case token.ADD:
+			return x.(string) + y.(string)
+		case token.MUL:
+			return time.Duration(x.(int)) * y.(time.Duration)
+		}
+	case *ast.SelectorExpr:
+		switch selector(e) {
+		case "time.Minute":
+			return time.Minute
+		case "time.Second":
+			return time.Second
+		case "time.Millisecond":
+			return time.Millisecond
+		}
+	case *ast.CallExpr:
+		if len(e.Args) == 1 {
+			arg, _ := evalValue(t, e.Args[0]).(string)
+			var v any
+			if err := json.Unmarshal([]byte(arg), &v); err != nil {
+				t.Fatalf("%s argument is not JSON: %v", selector(e.Fun), err)
+			}
+			switch selector(e.Fun) {
+			case "testkit.MustObject":
+				return model.Object(v.(map[string]any))
+			case "testkit.MustJSON":
+				return v
+			}
+		}
+	}
+	t.Fatalf("unexpected expression %T in the generated test", e)
+	return nil
+}
+
+// jsonEqual compares two values as JSON.
+func jsonEqual(t *testing.T, a, b any) bool {
+	t.Helper()
+	var x, y any
+	ab, err := json.Marshal(a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(b)
+	bb, err := json.Marshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = json.Unmarshal(ab, &x)
+	_ = json.Unmarshal(bb, &y)
+	return reflect.DeepEqual(x, y)
 }
 
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
+// TestWriteGoTestRoundTrip generates tests from hostile, health and pod-kill
+// reproducers, evaluates the literal each hands to testkit.Run, and requires
+// the reproducer back: every campaign string intact, the desired states as
+// CleanDesired makes them, the timing defaults filled in and the package
+// name gone (it is the file's).
+func TestWriteGoTestRoundTrip(t *testing.T) {
+	for _, r := range []Reproducer{nastyReproducer(), healthReproducer(), podKillReproducer(), partitionReproducer()} {
+		t.Run(r.Name, func(t *testing.T) {
+			src := generate(t, r)
+			if !utf8.Valid(src) || bytes.IndexByte(src, 0) >= 0 {
+				t.Fatal("generated source is not valid UTF-8 without NUL bytes")
+			}
+			if again, err := format.Source(src); err != nil || !bytes.Equal(again, src) {
+				t.Fatalf("generated source is not gofmt-clean (err %v)", err)
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), "gen_test.go", src, parser.ParseComments)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Every comment is a line comment that the campaign's text cannot end early.
+			for _, cg := range f.Comments {
+				for _, c := range cg.List {
+					if !strings.HasPrefix(c.Text, "//") || strings.ContainsAny(c.Text, "\n\x00") {
+						t.Errorf("comment %q could be broken by campaign text", c.Text)
+					}
+				}
+			}
+			if want := []string{`"testing"`, `"time"`, `"github.com/gauntlet-dev/gauntlet/testkit"`}; len(f.Imports) != len(want) {
+				t.Errorf("imports %d packages, want %v", len(f.Imports), want)
+			}
+			if f.Name.Name != r.Package {
+				t.Errorf("package %s, want %s", f.Name.Name, r.Package)
+			}
+			d := decodeGoTest(t, src)
+			if d.Func != "TestReproduce"+camel(r.Name) {
+				t.Errorf("test function %s", d.Func)
+			}
+			want := r.WithDefaults()
+			want.Package = ""
+			want.Steps = nil
+			for _, s := range r.Steps {
+				c, err := CleanDesired(s, r.CRD)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want.Steps = append(want.Steps, c)
+			}
+			got := d.Repro
+			if !jsonEqual(t, got.Steps, want.Steps) {
+				t.Errorf("desired states came back as\n%v\nwant\n%v", got.Steps, want.Steps)
+			}
+			if !jsonEqual(t, got.Evidence, want.Evidence) {
+				t.Errorf("evidence came back as\n%#v\nwant\n%#v", got.Evidence, want.Evidence)
+			}
+			got.Steps, want.Steps, got.Evidence, want.Evidence = nil, nil, nil, nil
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("reproducer came back as\n%#v\nwant\n%#v", got, want)
+			}
+			// The test asserts what the reproducer's Assertion says, nothing else.
+			ga, err1 := d.Repro.Assertion()
+			wa, err2 := r.Assertion()
+			if err1 != nil || err2 != nil || !jsonEqual(t, ga, wa) {
+				t.Errorf("assertion of the decoded reproducer %+v (%v), want %+v (%v)", ga, err1, wa, err2)
+			}
+		})
+	}
+}
+
+func TestWriteGoTestLiteral(t *testing.T) {
+	src := string(generate(t, nastyReproducer()))
+	for _, want := range []string{
+		"func TestReproduceConsistency5901e243ab35Script",
+		`CRD:       testkit.CRDRef{Group: "valkey.gauntlet.dev", Version: "v1alpha1", Kind: "ValkeyCluster", Resource: "valkeyclusters"},`,
+		"Recreate:  []int{1},",
+		"// Step 1: the custom resource is deleted and re-created with it.",
+		`Path: "spec.template.spec.containers[name=valkey].env[0].value"`,
+		`{Path: "spec.replicas", Expected: testkit.MustJSON("3"), Actual: testkit.MustJSON("1")},`,
+		"ConvergeTimeout: 90 * time.Second,",
+		"Quiet:           1500 * time.Millisecond,",
+		"testkit.Run(t, testkit.Reproducer{",
+	} {
+		if !strings.Contains(src, want) {
+			t.Errorf("generated test lacks %q", want)
 		}
 	}
-	return false
+	if strings.Contains(src, "ReplayDir") || strings.Contains(src, "Faults:") {
+		t.Error("empty ReplayDir or Faults written")
+	}
+	if n := strings.Count(src, "testkit.MustObject("); n != 3 {
+		t.Errorf("%d desired states, want 3", n)
+	}
 }
 
 func TestWriteGoTestHealth(t *testing.T) {
 	src := string(generate(t, healthReproducer()))
-	if !strings.Contains(src, "func TestReproduceHealthPodsCrashAfterConfigChange(t *testing.T)") {
-		t.Error("test name not derived from the reproducer's name")
-	}
-	if strings.Count(src, "r.expectHealthy(ctx, t)\n") != 1 || strings.Contains(src, "r.expectField(ctx, t,") {
-		t.Error("health reproducer must assert pod health and nothing else")
-	}
-	if !strings.Contains(src, `resource:        "",`) || !strings.Contains(src, "5 * time.Minute") || !strings.Contains(src, "5 * time.Second") {
-		t.Error("defaults (discovered resource, 5m timeout, 5s quiet window) not applied")
-	}
-	if !strings.Contains(src, `"apiVersion": \"valkey.gauntlet.dev/v1alpha1\"`) && !strings.Contains(src, `\"apiVersion\": \"valkey.gauntlet.dev/v1alpha1\"`) {
-		t.Error("apiVersion not filled in from the CRD")
+	for _, want := range []string{
+		"func TestReproduceHealthPodsCrashAfterConfigChange(t *testing.T)",
+		`Target:    "builtin:valkey",`,
+		`CRD:       testkit.CRDRef{Group: "valkey.gauntlet.dev", Version: "v1alpha1", Kind: "ValkeyCluster"},`,
+		"ConvergeTimeout: 5 * time.Minute,",
+		"Quiet:           5 * time.Second,",
+		`"  \"apiVersion\": \"valkey.gauntlet.dev/v1alpha1\",\n"`,
+		`// Check:     "every pod in the namespace is Running and Ready, and no container restarted"`,
+	} {
+		if !strings.Contains(src, want) {
+			t.Errorf("generated test lacks %q", want)
+		}
 	}
 }
 
@@ -337,6 +472,73 @@ func TestWriteGoTestGolden(t *testing.T) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Errorf("generated test differs from %s (run with -update if intended):\n%s", goTestGolden, firstDiff(string(want), string(got)))
+	}
+}
+
+func TestAssertion(t *testing.T) {
+	health, err := healthReproducer().Assertion()
+	if err != nil || !health.Health || len(health.Fields) != 0 || health.Check != "every pod in the namespace is Running and Ready, and no container restarted" {
+		t.Errorf("health assertion %+v, %v", health, err)
+	}
+	a, err := nastyReproducer().Assertion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Health || len(a.Fields) != 3 || a.Check != nastyReproducer().Check {
+		t.Fatalf("consistency assertion %+v", a)
+	}
+	want := []struct {
+		key      model.ObjectKey
+		segs     []any
+		expected string
+	}{
+		{model.ObjectKey{Version: "v1", Kind: "ConfigMap", Namespace: "gauntlet-w0", Name: "vk-config"}, []any{"data", "valkey.conf"}, mustJSON(t, "maxmemory 64mb\n"+nasty)},
+		{model.ObjectKey{Group: "apps", Version: "v1", Kind: "StatefulSet", Namespace: "gauntlet-w0", Name: "vk"},
+			[]any{"spec", "template", "spec", "containers", PathSelector{"name", "valkey"}, "env", 0, "value"}, mustJSON(t, nasty)},
+		// No object: the CR, named by the last desired state, in the reproducer's namespace.
+		{model.ObjectKey{Group: vkGroup, Version: "v1alpha1", Kind: "ValkeyCluster", Namespace: "gauntlet-w0", Name: "vk"}, []any{"spec", "replicas"}, "3"},
+	}
+	for i, w := range want {
+		f := a.Fields[i]
+		if f.Object != w.key || !reflect.DeepEqual(f.Segments, w.segs) || string(f.Expected) != w.expected || f.Evidence == "" {
+			t.Errorf("field %d = %+v, want %+v %v %s", i, f, w.key, w.segs, w.expected)
+		}
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestCleanDesired(t *testing.T) {
+	in := model.Object{
+		"metadata": map[string]any{"name": "vk", "namespace": "w0", "uid": "u", "resourceVersion": "7", "labels": map[string]any{"a": "b"}},
+		"spec":     map[string]any{"replicas": 1},
+		"status":   map[string]any{"phase": "Ready"},
+	}
+	got, err := CleanDesired(in, CRDRef{Group: vkGroup, Version: "v1alpha1", Kind: "ValkeyCluster"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := model.Object{
+		"apiVersion": vkGroup + "/v1alpha1", "kind": "ValkeyCluster",
+		"metadata": map[string]any{"name": "vk", "labels": map[string]any{"a": "b"}},
+		"spec":     map[string]any{"replicas": 1},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("CleanDesired = %v, want %v", got, want)
+	}
+	if _, ok := in["status"]; !ok {
+		t.Error("CleanDesired changed its input")
+	}
+	core, err := CleanDesired(model.Object{"metadata": map[string]any{"name": "x"}}, CRDRef{Version: "v1", Kind: "ConfigMap"})
+	if err != nil || core["apiVersion"] != "v1" {
+		t.Errorf("core group: %v, %v", core, err)
 	}
 }
 
@@ -380,6 +582,11 @@ func TestWriteGoTestErrors(t *testing.T) {
 			if buf.Len() != 0 {
 				t.Fatal("wrote output despite the error")
 			}
+			if tc.name != "package keyword" && tc.name != "package with dash" {
+				if verr := r.Validate(); verr == nil || !strings.Contains(verr.Error(), tc.want) {
+					t.Errorf("Validate = %v, want the same error", verr)
+				}
+			}
 		})
 	}
 }
@@ -399,14 +606,17 @@ func TestGoTestFileName(t *testing.T) {
 }
 
 // TestGeneratedTestCompiles writes four generated tests (one with pod kills,
-// one that needs a partition) into one temporary
-// package inside this module (so client-go resolves through the module's own
-// go.mod) and runs go vet on it: the files compile, type-check and share a
-// package without clashing. The folder starts with "_" so that concurrent
-// "./..." patterns never pick it up; it is removed afterwards.
+// one that needs a partition) into one temporary package inside this module
+// (so the test kit and client-go resolve through the module's own go.mod) and
+// runs go vet on it: the files compile, type-check against the testkit
+// package and share a package without clashing. It then runs them with
+// -short and no KUBECONFIG, where none may start a cluster: the partition one
+// skips for its fault, the others for -short. The folder starts with "_" so
+// that concurrent "./..." patterns never pick it up; it is removed afterwards.
+// (campaign's TestE2EGeneratedGoTest runs a generated test for real.)
 func TestGeneratedTestCompiles(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: skipping go vet of generated tests (compiles client-go)")
+		t.Skip("-short: skipping go vet of generated tests (compiles the test kit)")
 	}
 	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
 	if _, err := os.Stat(goBin); err != nil {
@@ -433,159 +643,47 @@ func TestGeneratedTestCompiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	env := append(os.Environ(), "GOFLAGS=-mod=readonly", "GOWORK=off", "KUBECONFIG=", "CI=", "GAUNTLET_REQUIRE_E2E=")
 	cmd := exec.Command(goBin, "vet", "./"+rel)
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=readonly", "GOWORK=off")
+	cmd.Env = env
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("go vet on the generated tests: %v\n%s", err, out)
 	}
-	// Without a cluster the generated tests skip, saying why.
-	cmd = exec.Command(goBin, "test", "-count=1", "-v", "./"+rel)
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=readonly", "GOWORK=off", "KUBECONFIG=")
+	cmd = exec.Command(goBin, "test", "-short", "-count=1", "-v", "./"+rel)
+	cmd.Env = env
 	out, err = cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("go test on the generated tests without KUBECONFIG: %v\n%s", err, out)
+		t.Fatalf("go test -short on the generated tests: %v\n%s", err, out)
 	}
-	// The one that needs a partition skips for that, even with a KUBECONFIG.
-	if n := strings.Count(string(out), "--- SKIP: TestReproduce"); n != 4 || strings.Count(string(out), "KUBECONFIG is not set") != 3 ||
-		strings.Count(string(out), "needs the fault partition, which plain client-go cannot inject") != 1 {
-		t.Fatalf("want four generated tests skipped (three for lack of KUBECONFIG, one for its partition), got:\n%s", out)
+	if n := strings.Count(string(out), "--- SKIP: TestReproduce"); n != 4 || strings.Count(string(out), "[short] starts real components") != 3 ||
+		strings.Count(string(out), "needs the fault partition, which the test kit cannot inject (it replays pod kills only): replay it with `gauntlet reproduce results/alarms/3`") != 1 {
+		t.Fatalf("want four generated tests skipped (three for -short, one for its partition), got:\n%s", out)
 	}
-	cmd = exec.Command(goBin, "test", "-count=1", "-v", "-run", "TestReproduceHealthUnderPartition", "./"+rel)
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=readonly", "GOWORK=off", "KUBECONFIG=/nonexistent/kubeconfig")
-	out, err = cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- SKIP: TestReproduceHealthUnderPartition") || !strings.Contains(string(out), "gauntlet reproduce results/alarms/3") {
-		t.Fatalf("the partition reproducer did not skip with a KUBECONFIG set: %v\n%s", err, out)
-	}
-}
-
-// testFunc parses generated source and returns its TestReproduce function.
-func testFunc(t *testing.T, src []byte) *ast.FuncDecl {
-	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), "gen_test.go", src, parser.ParseComments)
-	if err != nil {
-		t.Fatalf("generated source does not parse: %v\n%s", err, src)
-	}
-	for _, d := range f.Decls {
-		if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil && strings.HasPrefix(fn.Name.Name, "TestReproduce") {
-			return fn
-		}
-	}
-	t.Fatal("no TestReproduce function")
-	return nil
-}
-
-// skipMessage is the message of the t.Skip call that opens fn, if it does.
-func skipMessage(t *testing.T, fn *ast.FuncDecl) (string, bool) {
-	t.Helper()
-	es, ok := fn.Body.List[0].(*ast.ExprStmt)
-	if !ok {
-		return "", false
-	}
-	call, ok := es.X.(*ast.CallExpr)
-	if !ok {
-		return "", false
-	}
-	sel, ok := call.Fun.(*ast.SelectorExpr)
-	if !ok || sel.Sel.Name != "Skip" || len(call.Args) != 1 {
-		return "", false
-	}
-	lit, ok := call.Args[0].(*ast.BasicLit)
-	if !ok {
-		t.Fatalf("t.Skip's argument is not a literal")
-	}
-	msg, err := strconv.Unquote(lit.Value)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return msg, true
 }
 
 func TestWriteGoTestFaults(t *testing.T) {
-	const cannot = ", which plain client-go cannot inject: replay it with `gauntlet reproduce "
-	tests := []struct {
-		name     string
-		r        Reproducer
-		skip     string // "" when the test must not skip
-		kills    bool
-		contains []string
-	}{
-		{
-			name:  "pod kills run with client-go",
-			r:     podKillReproducer(),
-			kills: true,
-			contains: []string{
-				"killBefore: []string{\"vk-2\"},",
-				"killAfter: []string{\"vk-0\", " + strconv.Quote(nastyPod) + "},",
-				"before := r.killPods(ctx, t, i, s.killBefore)",
-				"GracePeriodSeconds: &zero",
-				`"k8s.io/apimachinery/pkg/types"`,
-				"time.Duration(len(steps)+2+" + strconv.Itoa(1+3+2+3) + ")*r.convergeTimeout",
-				"// Fault \"pod-kill\" on pods [\"vk-2\"], before its desired state is declared.",
-			},
-		},
-		{
-			name:     "a partition skips, honestly",
-			r:        partitionReproducer(),
-			skip:     "this reproducer needs the fault partition" + cannot + "results/alarms/3`",
-			kills:    true,
-			contains: []string{"// Fault \"partition\" on pods [\"vk-2\"], before its desired state is declared."},
-		},
-		{
-			name: "several kinds, no replay folder",
-			r: func() Reproducer {
-				r := partitionReproducer()
-				r.ReplayDir = ""
-				r.Faults[0] = []ReproFault{{Kind: "operator-crash", Before: true}, {Kind: "partition"}}
-				r.Faults[1] = []ReproFault{{Kind: nasty}}
-				return r
-			}(),
-			skip:     "this reproducer needs the faults operator-crash, partition and " + nasty + cannot + "<dir>`",
-			contains: []string{"// Fault \"operator-crash\", before its desired state is declared."},
-		},
-		{
-			name: "no fault",
-			r:    healthReproducer(),
-		},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			src := generate(t, tc.r)
-			fn := testFunc(t, src)
-			msg, skipped := skipMessage(t, fn)
-			if skipped != (tc.skip != "") || msg != tc.skip {
-				t.Errorf("test opens with t.Skip(%q) (%v), want %q", msg, skipped, tc.skip)
-			}
-			if got := strings.Contains(string(src), "func (r *reproduce"+camel(tc.r.Name)+") killPods("); got != tc.kills {
-				t.Errorf("pod-kill helpers generated: %v, want %v", got, tc.kills)
-			}
-			for _, want := range tc.contains {
-				if !strings.Contains(string(src), want) {
-					t.Errorf("generated test lacks %q", want)
-				}
-			}
-			wantSkips := 1 // KUBECONFIG unset
-			if tc.skip != "" {
-				wantSkips++
-			}
-			if n := strings.Count(string(src), "t.Skip("); n != wantSkips {
-				t.Errorf("%d t.Skip calls, want %d (the KUBECONFIG one, and the fault's as the first statement)", n, wantSkips)
-			}
-		})
-	}
-	// The hostile pod name comes back intact from its literal.
-	src := generate(t, podKillReproducer())
-	var found bool
-	ast.Inspect(testFunc(t, src), func(n ast.Node) bool {
-		if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-			if v, err := strconv.Unquote(lit.Value); err == nil && v == nastyPod {
-				found = true
-			}
+	src := string(generate(t, podKillReproducer()))
+	for _, want := range []string{
+		"Faults: map[int][]testkit.Fault{",
+		`{Kind: "pod-kill", Pods: []string{"vk-2"}, Before: true},`,
+		`{Kind: "pod-kill", Pods: []string{"vk-0", ` + strconv.Quote(nastyPod) + `}},`,
+		"// Fault \"pod-kill\" on pods [\"vk-2\"], before its desired state is declared.",
+		"ConvergeTimeout: 2 * time.Minute,",
+	} {
+		if !strings.Contains(src, want) {
+			t.Errorf("generated test lacks %q", want)
 		}
-		return true
-	})
-	if !found {
-		t.Error("the hostile pod name is not a literal of the generated test")
+	}
+	src = string(generate(t, partitionReproducer()))
+	for _, want := range []string{
+		`{Kind: "partition", Pods: []string{"vk-2"}, Before: true},`,
+		"// Fault \"partition\" on pods [\"vk-2\"], before its desired state is declared.",
+		`ReplayDir:       "results/alarms/3",`,
+	} {
+		if !strings.Contains(src, want) {
+			t.Errorf("generated test lacks %q", want)
+		}
 	}
 }
 
@@ -659,3 +757,5 @@ func TestWriteGoTestPodKillGolden(t *testing.T) {
 		t.Errorf("generated test differs from %s (run with -update if intended):\n%s", podKillGolden, firstDiff(string(want), string(got)))
 	}
 }
+
+
