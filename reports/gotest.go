@@ -142,40 +142,56 @@ func ReproFaultFrom(f model.Fault, before bool) (rf ReproFault, ok bool) {
 	return rf, true
 }
 
-// HealthOracle is the oracle name for which reproducers assert workload health.
-const HealthOracle = "health"
+// The oracles whose alarms a Go test can assert.
+const (
+	// HealthOracle alarms assert workload health.
+	HealthOracle = "health"
+	// ConsistencyOracle alarms assert that the state reflects the desired values.
+	ConsistencyOracle = "consistency"
+)
 
 // ErrNoInvariant is returned by WriteGoTest (and Reproducer.Validate) when
-// neither the oracle nor the evidence gives the test something to assert, so
-// it could not fail while the bug is there.
-var ErrNoInvariant = errors.New("nothing to assert: the invariant needs evidence with a path and an expected value, or the health oracle")
+// the alarm gives a test nothing to assert, so it could not fail while the
+// bug is there.
+var ErrNoInvariant = errors.New("nothing to assert: a Go test asserts the health oracle's alarms, and the consistency oracle's when their evidence names fields of the state that should reflect the desired value")
 
 // Assertion is what a reproducer's test asserts once its last desired state
-// converged: the health of the namespace's pods (health oracle), or fields
-// holding the values the alarm expected (any other oracle).
+// converged: the health of the namespace's pods (health oracle), or desired
+// values reflected by the state (consistency oracle).
 type Assertion struct {
 	// Check is the invariant in words: Reproducer.Check, or a default.
 	Check string
 	// Health asks that every pod in the namespace be Running and Ready (or
 	// Succeeded), with no container restarted.
 	Health bool
-	// Fields must each hold their expected value.
-	Fields []FieldAssertion
+	// Values must each be reflected by one of their fields.
+	Values []ValueCheck
 }
 
-// FieldAssertion is one piece of evidence as a check: the field at Path of
-// Object must hold Expected.
-type FieldAssertion struct {
-	// Object holds the field: the evidence's object, or the custom resource
-	// (the last desired state's name) when the evidence names none. A
-	// namespaced object (Namespace set) is looked up in the test's namespace,
-	// whatever namespace the recorded run used.
+// ValueCheck is the consistency oracle's invariant for one desired value: at
+// least one of Fields reflects Expected as the oracle judges it
+// (oracles.Reflects): equal, or, in a configuration text or an argument
+// list, the value Key is set to.
+type ValueCheck struct {
+	// Property is the CR property path that holds the desired value ("" when
+	// the evidence does not name it); Key is its last key.
+	Property string
+	Key      string
+	// Expected is the desired value, JSON-encoded.
+	Expected json.RawMessage
+	// Fields are the state's fields the alarm named as where the value should
+	// show (the oracle's candidates), one of which must reflect it.
+	Fields []FieldRef
+}
+
+// FieldRef is a field of a state object that evidence names.
+type FieldRef struct {
+	// Object holds the field. A namespaced object (Namespace set) is looked up
+	// in the test's namespace, whatever namespace the recorded run used.
 	Object model.ObjectKey
 	// Path is the field path as recorded, Segments the same parsed by ParsePath.
 	Path     string
 	Segments []any
-	// Expected is the expected value, JSON-encoded.
-	Expected json.RawMessage
 	// Evidence is the evidence in one line, for messages.
 	Evidence string
 }
@@ -184,59 +200,87 @@ type FieldAssertion struct {
 //
 //   - health oracle: every pod in the namespace is Running and Ready, with no
 //     container restarts;
-//   - any other oracle (consistency first among them): each piece of evidence
-//     with a path and an expected value names a field of an object (the CR
-//     when no object is named) that must hold the expected value; evidence
-//     without either asserts nothing. None at all is ErrNoInvariant.
+//   - consistency oracle: the evidence on the CR names a property and its
+//     desired value, the rest the state's fields where the value should show
+//     (for each expected value, the fields evidence gives with it); the state
+//     must reflect each such value in at least one of its fields — a test
+//     passes once the operator puts the value anywhere the alarm looked;
+//   - any other oracle, or consistency evidence naming no field: nothing a
+//     plain client-go test could check the way the oracle did
+//     (ErrNoInvariant; `gauntlet reproduce` replays those).
 func (r Reproducer) Assertion() (Assertion, error) {
 	a := Assertion{Check: r.Check}
-	if r.Oracle == HealthOracle {
+	switch r.Oracle {
+	case HealthOracle:
 		a.Health = true
 		if a.Check == "" {
 			a.Check = "every pod in the namespace is Running and Ready, and no container restarted"
 		}
 		return a, nil
+	case ConsistencyOracle:
+	default:
+		return Assertion{}, ErrNoInvariant
 	}
-	crName := ""
-	if len(r.Steps) > 0 {
-		crName = objectName(r.Steps[len(r.Steps)-1])
-	}
+	byValue := map[string]int{} // expected JSON -> index into a.Values
+	props := map[string]string{}
 	for i, e := range r.Evidence {
 		if e.Path == "" || e.Expected == nil {
 			continue
 		}
-		f := FieldAssertion{Path: e.Path, Evidence: evidenceLine(e)}
-		if e.Object == "" {
-			if crName == "" {
-				return Assertion{}, fmt.Errorf("evidence %d: it names the custom resource, but the last desired state has no metadata.name", i)
-			}
-			f.Object = model.ObjectKey{Group: r.CRD.Group, Version: r.CRD.Version, Kind: r.CRD.Kind, Namespace: r.Namespace, Name: crName}
-		} else {
-			k, ok := model.ParseObjectKey(e.Object)
-			if !ok {
-				return Assertion{}, fmt.Errorf("evidence %d: object %q is not a group/version/Kind/namespace/name key", i, e.Object)
-			}
-			f.Object = k
+		want, err := json.Marshal(e.Expected)
+		if err != nil {
+			return Assertion{}, fmt.Errorf("evidence %d: expected value at %s is not JSON: %w", i, e.Path, err)
 		}
 		segs, err := ParsePath(e.Path)
 		if err != nil {
 			return Assertion{}, fmt.Errorf("evidence %d: %w", i, err)
 		}
-		f.Segments = segs
-		want, err := json.Marshal(e.Expected)
-		if err != nil {
-			return Assertion{}, fmt.Errorf("evidence %d: expected value at %s is not JSON: %w", i, e.Path, err)
+		k := model.ObjectKey{Group: r.CRD.Group, Version: r.CRD.Version, Kind: r.CRD.Kind}
+		if e.Object != "" {
+			var ok bool
+			if k, ok = model.ParseObjectKey(e.Object); !ok {
+				return Assertion{}, fmt.Errorf("evidence %d: object %q is not a group/version/Kind/namespace/name key", i, e.Object)
+			}
 		}
-		f.Expected = want
-		a.Fields = append(a.Fields, f)
+		if _, seen := byValue[string(want)]; !seen {
+			byValue[string(want)] = len(a.Values)
+			a.Values = append(a.Values, ValueCheck{Expected: want})
+		}
+		vc := &a.Values[byValue[string(want)]]
+		if k.Group == r.CRD.Group && k.Kind == r.CRD.Kind {
+			// The CR's own property: what the value is, not where it should show.
+			if _, ok := props[string(want)]; !ok {
+				props[string(want)] = e.Path
+				vc.Property, vc.Key = e.Path, lastKey(segs)
+			}
+			continue
+		}
+		vc.Fields = append(vc.Fields, FieldRef{Object: k, Path: e.Path, Segments: segs, Evidence: evidenceLine(e)})
 	}
-	if len(a.Fields) == 0 {
+	kept := a.Values[:0]
+	for _, vc := range a.Values {
+		if len(vc.Fields) > 0 {
+			kept = append(kept, vc)
+		}
+	}
+	a.Values = kept
+	if len(a.Values) == 0 {
 		return Assertion{}, ErrNoInvariant
 	}
 	if a.Check == "" {
-		a.Check = "each field the alarm names holds the value it expected"
+		a.Check = "the state reflects the desired value in one of the fields the alarm names"
 	}
 	return a, nil
+}
+
+// lastKey is the last map key of a parsed path ("" when there is none).
+func lastKey(segs []any) string {
+	for i := len(segs) - 1; i >= 0; i-- {
+		if s, ok := segs[i].(string); ok {
+			return s
+		}
+	}
+	return ""
 }
 
 // Validate reports what keeps r from being replayed and judged: a missing

@@ -477,31 +477,64 @@ func TestWriteGoTestGolden(t *testing.T) {
 
 func TestAssertion(t *testing.T) {
 	health, err := healthReproducer().Assertion()
-	if err != nil || !health.Health || len(health.Fields) != 0 || health.Check != "every pod in the namespace is Running and Ready, and no container restarted" {
+	if err != nil || !health.Health || len(health.Values) != 0 || health.Check != "every pod in the namespace is Running and Ready, and no container restarted" {
 		t.Errorf("health assertion %+v, %v", health, err)
 	}
 	a, err := nastyReproducer().Assertion()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Health || len(a.Fields) != 3 || a.Check != nastyReproducer().Check {
-		t.Fatalf("consistency assertion %+v", a)
+	// The CR's own spec.replicas names no field where 3 should show: nothing to check for it.
+	want := []ValueCheck{
+		{Expected: json.RawMessage(mustJSON(t, "maxmemory 64mb\n"+nasty)), Fields: []FieldRef{{
+			Object: model.ObjectKey{Version: "v1", Kind: "ConfigMap", Namespace: "gauntlet-w0", Name: "vk-config"},
+			Path:   `data["valkey.conf"]`, Segments: []any{"data", "valkey.conf"}}}},
+		{Expected: json.RawMessage(mustJSON(t, nasty)), Fields: []FieldRef{{
+			Object:   model.ObjectKey{Group: "apps", Version: "v1", Kind: "StatefulSet", Namespace: "gauntlet-w0", Name: "vk"},
+			Path:     "spec.template.spec.containers[name=valkey].env[0].value",
+			Segments: []any{"spec", "template", "spec", "containers", PathSelector{"name", "valkey"}, "env", 0, "value"}}}},
 	}
-	want := []struct {
-		key      model.ObjectKey
-		segs     []any
-		expected string
-	}{
-		{model.ObjectKey{Version: "v1", Kind: "ConfigMap", Namespace: "gauntlet-w0", Name: "vk-config"}, []any{"data", "valkey.conf"}, mustJSON(t, "maxmemory 64mb\n"+nasty)},
-		{model.ObjectKey{Group: "apps", Version: "v1", Kind: "StatefulSet", Namespace: "gauntlet-w0", Name: "vk"},
-			[]any{"spec", "template", "spec", "containers", PathSelector{"name", "valkey"}, "env", 0, "value"}, mustJSON(t, nasty)},
-		// No object: the CR, named by the last desired state, in the reproducer's namespace.
-		{model.ObjectKey{Group: vkGroup, Version: "v1alpha1", Kind: "ValkeyCluster", Namespace: "gauntlet-w0", Name: "vk"}, []any{"spec", "replicas"}, "3"},
+	for i := range a.Values {
+		for j := range a.Values[i].Fields {
+			if a.Values[i].Fields[j].Evidence == "" {
+				t.Errorf("value %d field %d has no evidence line", i, j)
+			}
+			a.Values[i].Fields[j].Evidence = ""
+		}
 	}
-	for i, w := range want {
-		f := a.Fields[i]
-		if f.Object != w.key || !reflect.DeepEqual(f.Segments, w.segs) || string(f.Expected) != w.expected || f.Evidence == "" {
-			t.Errorf("field %d = %+v, want %+v %v %s", i, f, w.key, w.segs, w.expected)
+	if a.Health || a.Check != nastyReproducer().Check || !reflect.DeepEqual(a.Values, want) {
+		t.Errorf("consistency assertion\n%+v\nwant\n%+v", a, want)
+	}
+
+	// As the consistency oracle writes an overruled config key: the CR's
+	// property first, then the fields where it should show, one of which must.
+	r := healthReproducer()
+	r.Oracle = ConsistencyOracle
+	r.Check = ""
+	r.Evidence = []model.Evidence{
+		{Object: crKey, Path: `spec.config["maxmemory-policy"]`, Expected: "noeviction", Detail: "desired \"noeviction\"; previously \"allkeys-lru\""},
+		{Object: "/v1/ConfigMap/gauntlet-w0/vk-config", Path: `data["valkey.conf"]`, Expected: "noeviction", Actual: "allkeys-lru", Detail: "this field sets maxmemory-policy"},
+		{Object: stsKey, Path: "spec.template.metadata.annotations.policy", Expected: "noeviction", Actual: "x", Detail: "closest field by name"},
+	}
+	a, err = r.Assertion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Values) != 1 || a.Values[0].Property != `spec.config["maxmemory-policy"]` || a.Values[0].Key != "maxmemory-policy" ||
+		string(a.Values[0].Expected) != `"noeviction"` || len(a.Values[0].Fields) != 2 || a.Values[0].Fields[1].Object.Kind != "StatefulSet" ||
+		a.Check != "the state reflects the desired value in one of the fields the alarm names" {
+		t.Errorf("overruled config key: %+v", a)
+	}
+	// Nothing but the CR's own property, or another oracle: nothing to assert.
+	r.Evidence = r.Evidence[:1]
+	if _, err := r.Assertion(); !errors.Is(err, ErrNoInvariant) {
+		t.Errorf("CR evidence only: %v, want ErrNoInvariant", err)
+	}
+	for _, o := range []string{"differential", "availability", "system-state", "stability", ""} {
+		r := nastyReproducer()
+		r.Oracle = o
+		if _, err := r.Assertion(); !errors.Is(err, ErrNoInvariant) {
+			t.Errorf("oracle %q: %v, want ErrNoInvariant", o, err)
 		}
 	}
 }

@@ -4,15 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"strings"
+	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/gauntlet-dev/gauntlet/oracles"
 	"github.com/gauntlet-dev/gauntlet/reports"
 )
 
@@ -21,13 +23,31 @@ import (
 // could not be made at all (the API server failing).
 func (rp *replayer) check(ctx context.Context, a reports.Assertion) ([]string, error) {
 	var out []string
-	for _, f := range a.Fields {
-		v, err := rp.checkField(ctx, f)
-		if err != nil {
-			return nil, err
+	for _, vc := range a.Values {
+		var seen []string
+		reflected := false
+		for _, f := range vc.Fields {
+			obj, what, err := rp.fieldObject(ctx, f)
+			if err != nil {
+				return nil, err
+			}
+			if obj == nil {
+				seen = append(seen, what)
+				continue
+			}
+			ok, found, err := reflects(obj, f, vc)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				reflected = true
+				break
+			}
+			seen = append(seen, what+" "+found)
 		}
-		if v != "" {
-			out = append(out, v)
+		if !reflected {
+			out = append(out, fmt.Sprintf("%s is reflected by none of the fields the alarm names: %s",
+				desiredValue(vc), strings.Join(seen, "; ")))
 		}
 	}
 	if a.Health {
@@ -42,15 +62,24 @@ func (rp *replayer) check(ctx context.Context, a reports.Assertion) ([]string, e
 	return out, nil
 }
 
-// checkField reads the object a field assertion names (in the replay's
-// namespace when it is namespaced) and compares the field with the expected
-// value; a missing object or field is a violation.
-func (rp *replayer) checkField(ctx context.Context, f reports.FieldAssertion) (string, error) {
+// desiredValue names a value check's desired value: `spec.x = 3`, or "the
+// desired value 3" when the evidence named no property.
+func desiredValue(vc reports.ValueCheck) string {
+	if vc.Property == "" {
+		return "the desired value " + string(vc.Expected)
+	}
+	return vc.Property + " = " + string(vc.Expected)
+}
+
+// fieldObject reads the object a field reference names (in the replay's
+// namespace when it is namespaced) and says which field it is. A missing
+// object is nil, with what names it; err is for the API server failing.
+func (rp *replayer) fieldObject(ctx context.Context, f reports.FieldRef) (map[string]any, string, error) {
 	k := f.Object
-	what := k.Kind + " " + k.Name
+	what := k.Kind + " " + k.Name + " " + f.Path
 	m, err := rp.mapping(schema.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind})
 	if err != nil {
-		return fmt.Sprintf("%s: the cluster serves no such kind (%v); want %s at %s", what, err, f.Expected, f.Path), nil
+		return nil, what + ": the cluster serves no such kind (" + err.Error() + ")", nil
 	}
 	var ri dynamic.ResourceInterface = rp.client.Resource(m.Resource)
 	if k.Namespace != "" {
@@ -59,68 +88,47 @@ func (rp *replayer) checkField(ctx context.Context, f reports.FieldAssertion) (s
 	obj, err := ri.Get(ctx, k.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		return fmt.Sprintf("%s does not exist; want %s at %s", what, f.Expected, f.Path), nil
+		return nil, what + ": " + k.Kind + " " + k.Name + " does not exist", nil
 	case err != nil:
-		return "", fmt.Errorf("get %s: %w", what, err)
+		return nil, "", fmt.Errorf("get %s %s: %w", k.Kind, k.Name, err)
 	}
-	return fieldViolation(what, obj.Object, f)
+	return obj.Object, what, nil
 }
 
-// fieldViolation compares the field f names in obj with its expected value:
-// "" when they are equal as JSON values, else what differs.
-func fieldViolation(what string, obj map[string]any, f reports.FieldAssertion) (string, error) {
-	got, ok := Lookup(obj, f.Segments)
-	if !ok {
-		return fmt.Sprintf("%s: %s is absent, want %s", what, FormatPath(f.Segments), f.Expected), nil
+// reflects judges one field of obj against a value check as the consistency
+// oracle does (oracles.Reflects); found says what the field holds instead,
+// for the message.
+func reflects(obj map[string]any, f reports.FieldRef, vc reports.ValueCheck) (ok bool, found string, err error) {
+	got, present := Lookup(obj, f.Segments)
+	if !present {
+		return false, "is absent", nil
 	}
-	eq, gotJSON, err := EqualJSON(got, f.Expected)
-	if err != nil {
-		return "", fmt.Errorf("%s %s: %w", what, FormatPath(f.Segments), err)
+	var want any
+	if err := utiljson.Unmarshal(vc.Expected, &want); err != nil {
+		return false, "", fmt.Errorf("the expected value %s: %w", vc.Expected, err)
 	}
-	if eq {
-		return "", nil
+	if oracles.Reflects(want, vc.Key, got) {
+		return true, "", nil
 	}
-	return fmt.Sprintf("%s: %s = %s, want %s", what, FormatPath(f.Segments), gotJSON, f.Expected), nil
-}
-
-// EqualJSON reports whether got, encoded as JSON, is the same JSON value as
-// want (numbers compared by their text after a round trip, so 3 from the API
-// server equals 3 from the reproducer); gotJSON is got's encoding.
-func EqualJSON(got any, want json.RawMessage) (equal bool, gotJSON string, err error) {
+	if v, isText := oracles.TextValue(got, vc.Key); isText {
+		return false, fmt.Sprintf("sets %s to %q", vc.Key, v), nil
+	}
 	b, err := json.Marshal(got)
 	if err != nil {
-		return false, "", fmt.Errorf("encode the value found: %w", err)
+		return false, "", fmt.Errorf("encode %s: %w", f.Path, err)
 	}
-	g, err := decodeJSON(b)
-	if err != nil {
-		return false, string(b), err
-	}
-	w, err := decodeJSON(want)
-	if err != nil {
-		return false, string(b), fmt.Errorf("the expected value: %w", err)
-	}
-	return reflect.DeepEqual(normalizeNumbers(g), normalizeNumbers(w)), string(b), nil
+	return false, "holds " + shorten(string(b), 200), nil
 }
 
-// normalizeNumbers rewrites json.Number leaves into one canonical text, so
-// 3, 3.0 and 3e0 compare equal.
-func normalizeNumbers(v any) any {
-	switch x := v.(type) {
-	case json.Number:
-		if f, err := x.Float64(); err == nil {
-			return f
-		}
-		return x.String()
-	case map[string]any:
-		for k, e := range x {
-			x[k] = normalizeNumbers(e)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = normalizeNumbers(e)
-		}
+// shorten cuts s to about n bytes (on a rune boundary), marking the cut.
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return v
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // Lookup follows a path as reports.ParsePath splits it: a string is a map

@@ -77,56 +77,43 @@ func TestFormatPath(t *testing.T) {
 	}
 }
 
-func TestEqualJSON(t *testing.T) {
-	tests := []struct {
-		got  any
-		want string
-		eq   bool
-	}{
-		{int64(3), "3", true},
-		{int64(3), "3.0", true},
-		{float64(1.5), "1.5", true},
-		{json.Number("3"), "3", true},
-		{int64(3), `"3"`, false},
-		{"maxmemory 64mb\n", `"maxmemory 64mb\n"`, true},
-		{"allkeys-lru", `"noeviction"`, false},
-		{map[string]any{"a": []any{int64(1), "x", nil, true}}, `{"a":[1,"x",null,true]}`, true},
-		{map[string]any{"a": []any{int64(1)}}, `{"a":[1,2]}`, false},
-		{nil, "null", true},
-	}
-	for _, tc := range tests {
-		eq, gotJSON, err := EqualJSON(tc.got, json.RawMessage(tc.want))
-		if err != nil || eq != tc.eq {
-			t.Errorf("EqualJSON(%#v, %s) = %v (%s), %v; want %v", tc.got, tc.want, eq, gotJSON, err, tc.eq)
-		}
-	}
-	if _, _, err := EqualJSON("x", json.RawMessage(`{bad`)); err == nil {
-		t.Error("EqualJSON accepted a malformed expected value")
-	}
-}
-
-func TestFieldViolation(t *testing.T) {
-	cm := map[string]any{"data": map[string]any{"valkey.conf": "maxmemory-policy allkeys-lru\n"}}
-	fa := func(path, expected string) reports.FieldAssertion {
+func TestReflects(t *testing.T) {
+	cm := map[string]any{"data": map[string]any{"valkey.conf": "maxmemory 100mb\nmaxmemory-policy allkeys-lru\n"}}
+	sts := map[string]any{"spec": map[string]any{"replicas": int64(3), "args": []any{"--port", "6379", "--maxmemory-policy=noeviction"}}}
+	ref := func(path string) reports.FieldRef {
 		segs, err := reports.ParsePath(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return reports.FieldAssertion{Path: path, Segments: segs, Expected: json.RawMessage(expected)}
+		return reports.FieldRef{Path: path, Segments: segs}
 	}
 	tests := []struct {
-		f    reports.FieldAssertion
-		want string // "" when the field holds
+		obj   map[string]any
+		f     reports.FieldRef
+		vc    reports.ValueCheck
+		ok    bool
+		found string
 	}{
-		{fa(`data["valkey.conf"]`, `"maxmemory-policy allkeys-lru\n"`), ""},
-		{fa(`data["valkey.conf"]`, `"maxmemory-policy noeviction\n"`), `ConfigMap vk-config: data["valkey.conf"] = "maxmemory-policy allkeys-lru\n", want "maxmemory-policy noeviction\n"`},
-		{fa("data.missing", `"x"`), `ConfigMap vk-config: data.missing is absent, want "x"`},
+		{cm, ref(`data["valkey.conf"]`), reports.ValueCheck{Key: "maxmemory-policy", Expected: json.RawMessage(`"allkeys-lru"`)}, true, ""},
+		{cm, ref(`data["valkey.conf"]`), reports.ValueCheck{Key: "maxmemory-policy", Expected: json.RawMessage(`"noeviction"`)}, false, `sets maxmemory-policy to "allkeys-lru"`},
+		{cm, ref(`data["valkey.conf"]`), reports.ValueCheck{Key: "maxmemory", Expected: json.RawMessage(`"100mb"`)}, true, ""},
+		{cm, ref("data.missing"), reports.ValueCheck{Key: "x", Expected: json.RawMessage(`"x"`)}, false, "is absent"},
+		{sts, ref("spec.replicas"), reports.ValueCheck{Key: "replicas", Expected: json.RawMessage(`3`)}, true, ""},
+		{sts, ref("spec.replicas"), reports.ValueCheck{Key: "replicas", Expected: json.RawMessage(`"3"`)}, true, ""},
+		{sts, ref("spec.replicas"), reports.ValueCheck{Key: "replicas", Expected: json.RawMessage(`5`)}, false, "holds 3"},
+		{sts, ref("spec.args"), reports.ValueCheck{Key: "maxmemory-policy", Expected: json.RawMessage(`"noeviction"`)}, true, ""},
 	}
 	for _, tc := range tests {
-		got, err := fieldViolation("ConfigMap vk-config", cm, tc.f)
-		if err != nil || got != tc.want {
-			t.Errorf("fieldViolation(%s) = %q, %v; want %q", tc.f.Path, got, err, tc.want)
+		ok, found, err := reflects(tc.obj, tc.f, tc.vc)
+		if err != nil || ok != tc.ok || found != tc.found {
+			t.Errorf("reflects(%s, %s %s) = %v, %q, %v; want %v, %q", tc.f.Path, tc.vc.Key, tc.vc.Expected, ok, found, err, tc.ok, tc.found)
 		}
+	}
+	if _, _, err := reflects(cm, ref(`data["valkey.conf"]`), reports.ValueCheck{Expected: json.RawMessage(`{bad`)}); err == nil {
+		t.Error("a malformed expected value was accepted")
+	}
+	if got := shorten("ünï", 2); got != "ü…" {
+		t.Errorf("shorten = %q", got)
 	}
 }
 
@@ -356,7 +343,12 @@ func TestReplayJudges(t *testing.T) {
 			MustObject(`{"metadata": {"name": "vk"}, "spec": {"config": {"maxmemory-policy": "noeviction"}}}`),
 		},
 		Oracle: "consistency", Signature: "consistency-1", Summary: "spec.config is not applied",
-		Evidence: []Evidence{{Object: "/v1/ConfigMap/gauntlet-w0/vk-config", Path: `data["valkey.conf"]`, Expected: "maxmemory-policy noeviction\n", Actual: "maxmemory-policy allkeys-lru\n"}},
+		// As the consistency oracle writes it: the CR's property, then where the value should show.
+		Evidence: []Evidence{
+			{Object: "valkey.gauntlet.dev/v1alpha1/ValkeyCluster/gauntlet-w0/vk", Path: `spec.config["maxmemory-policy"]`, Expected: "noeviction"},
+			{Object: "/v1/ConfigMap/gauntlet-w0/vk-config", Path: `data["valkey.conf"]`, Expected: "noeviction", Actual: "allkeys-lru", Detail: "this field sets maxmemory-policy"},
+			{Object: "apps/v1/StatefulSet/gauntlet-w0/vk", Path: "metadata.annotations.policy", Expected: "noeviction", Detail: "closest field by name"},
+		},
 	}
 	if err := r.Validate(); err != nil {
 		t.Fatal(err)
@@ -419,7 +411,7 @@ func TestReplayJudges(t *testing.T) {
 			if len(violations) != want {
 				t.Fatalf("violations %q, want %d", violations, want)
 			}
-			if buggy && violations[0] != `ConfigMap vk-config: data["valkey.conf"] = "maxmemory-policy allkeys-lru\n", want "maxmemory-policy noeviction\n"` {
+			if buggy && violations[0] != `spec.config["maxmemory-policy"] = "noeviction" is reflected by none of the fields the alarm names: ConfigMap vk-config data["valkey.conf"] sets maxmemory-policy to "allkeys-lru"; StatefulSet vk metadata.annotations.policy: StatefulSet vk does not exist` {
 				t.Errorf("violation %q", violations[0])
 			}
 		})
@@ -446,18 +438,24 @@ func TestWaitConvergedTimeout(t *testing.T) {
 	}
 }
 
-// TestCheckFieldTargets: a field of the CR (evidence naming no object) and an
-// object in another namespace of the recorded run are read in the replay's
-// namespace; a missing object is a violation, not an error.
+// TestCheckFieldTargets: objects the recorded run saw in its own namespace
+// are read in the replay's; a value counts once one of its fields reflects
+// it; a missing object is a violation, not an error.
 func TestCheckFieldTargets(t *testing.T) {
-	rp, _ := fakeReplayer(t, &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "valkey.gauntlet.dev/v1alpha1", "kind": "ValkeyCluster",
-		"metadata": map[string]any{"name": "vk", "namespace": "ns"},
-		"spec":     map[string]any{"replicas": int64(3)},
+	rp, _ := fakeReplayer(t, statefulSet("u", 3), &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "vk-config", "namespace": "ns"},
+		"data":     map[string]any{"a": "b"},
 	}})
 	r := Reproducer{
 		CRD: rp.crd, Namespace: "ns", Steps: []Object{{"metadata": map[string]any{"name": "vk"}}}, Oracle: "consistency",
-		Evidence: []model.Evidence{{Path: "spec.replicas", Expected: 3}, {Object: "/v1/ConfigMap/gauntlet-w0/vk-config", Path: "data.a", Expected: "b"}},
+		Evidence: []model.Evidence{
+			{Object: "valkey.gauntlet.dev/v1alpha1/ValkeyCluster/gauntlet-w0/vk", Path: "spec.replicas", Expected: 3},
+			{Object: "/v1/ConfigMap/gauntlet-w0/vk-config", Path: "data.replicas", Expected: 3},
+			{Object: "apps/v1/StatefulSet/gauntlet-w0/vk", Path: "spec.replicas", Expected: 3},
+			{Object: "/v1/ConfigMap/gauntlet-w0/vk-config", Path: "data.a", Expected: "b"},
+			{Object: "/v1/ConfigMap/gauntlet-w0/other", Path: "data.a", Expected: "x"},
+		},
 	}
 	a, err := r.Assertion()
 	if err != nil {
@@ -467,7 +465,8 @@ func TestCheckFieldTargets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(v) != 1 || v[0] != `ConfigMap vk-config does not exist; want "b" at data.a` {
-		t.Errorf("violations %q", v)
+	want := `the desired value "x" is reflected by none of the fields the alarm names: ConfigMap other data.a: ConfigMap other does not exist`
+	if len(v) != 1 || v[0] != want {
+		t.Errorf("violations %q\nwant [%q]", v, want)
 	}
 }
