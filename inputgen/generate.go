@@ -65,6 +65,7 @@ type Generator struct {
 	baseStored map[string]any
 	sem        semantic.Result
 	deps       []Dependency
+	refs       *refIndex
 	samplers   sync.Map // pattern -> *regexgen.Sampler or error
 }
 
@@ -99,6 +100,7 @@ func NewGenerator(s *crd.Schema, seed map[string]any, opts Options) (*Generator,
 		g.pool.Mine(s, ex, SourceExample)
 	}
 	g.pool.Mine(s, g.base, SourceExample)
+	g.refs = newRefIndex(s, append([]map[string]any{g.base}, opts.Examples...)...)
 	g.deps, err = g.dependencies()
 	if err != nil {
 		return nil, err
@@ -196,8 +198,11 @@ type propResult struct {
 	cases    []*TestCase
 	redrawn  int
 	repaired int
-	dropped  []Dropped
-	states   map[*TestCase][]map[string]any
+	// refsRepaired and refsMisoperation count kept test cases whose in-object references were
+	// resolved, or which became misoperations because one dangles.
+	refsRepaired, refsMisoperation int
+	dropped                        []Dropped
+	states                         map[*TestCase][]map[string]any
 }
 
 // Dropped records a test case that never produced a valid candidate.
@@ -260,6 +265,8 @@ feed:
 		}
 		plan.Stats.Redrawn += r.redrawn
 		plan.Stats.Repaired += r.repaired
+		plan.Stats.RefsRepaired += r.refsRepaired
+		plan.Stats.RefsMisoperation += r.refsMisoperation
 		plan.Dropped = append(plan.Dropped, r.dropped...)
 	}
 	plan.Stats.Dropped = len(plan.Dropped)
@@ -325,11 +332,11 @@ func (g *Generator) generateProperty(ctx context.Context, p *crd.Property) propR
 				continue
 			}
 			d.generator = ng.name
-			tc, states, err := g.finish(ctx, p, d, preds, setup, setupState, start, startStored)
+			tc, states, refs, err := g.finish(ctx, p, d, preds, setup, setupState, start, startStored)
 			if err != nil {
 				firstErr := err
 				for _, rd := range g.repairCEL(p, d, err) {
-					if tc, states, err = g.finish(ctx, p, rd, preds, setup, setupState, start, startStored); err == nil {
+					if tc, states, refs, err = g.finish(ctx, p, rd, preds, setup, setupState, start, startStored); err == nil {
 						res.repaired++
 						break
 					}
@@ -342,6 +349,12 @@ func (g *Generator) generateProperty(ctx context.Context, p *crd.Property) propR
 				lastErr = err
 				res.redrawn++
 				continue
+			}
+			switch refs {
+			case refsRepaired:
+				res.refsRepaired++
+			case refsRelabelled:
+				res.refsMisoperation++
 			}
 			res.cases = append(res.cases, tc)
 			res.states[tc] = states
@@ -357,18 +370,32 @@ func (g *Generator) generateProperty(ctx context.Context, p *crd.Property) propR
 }
 
 // finish validates a draft's states as a chain of updates from the start state (falling back to
-// creates: Recreate) and turns it into a test case.
-func (g *Generator) finish(ctx context.Context, p *crd.Property, d *draft, preds []Predicate, setup []Change, setupState, start, startStored map[string]any) (*TestCase, []map[string]any, error) {
+// creates: Recreate) and turns it into a test case. Before validation, the in-object references a
+// valid draft introduces are resolved (resolveRefs); when the repaired states fail validation, the
+// draft relabelled a misoperation is validated instead.
+func (g *Generator) finish(ctx context.Context, p *crd.Property, d *draft, preds []Predicate, setup []Change, setupState, start, startStored map[string]any) (*TestCase, []map[string]any, refOutcome, error) {
 	if len(d.steps) == 0 {
-		return nil, nil, fmt.Errorf("generator %s produced no step", d.generator)
+		return nil, nil, refsUntouched, fmt.Errorf("generator %s produced no step", d.generator)
 	}
 	for i, st := range d.steps {
 		pruned, err := g.val.Prune(st)
 		if err != nil {
-			return nil, nil, fmt.Errorf("step %d: %w", i+1, err)
+			return nil, nil, refsUntouched, fmt.Errorf("step %d: %w", i+1, err)
 		}
 		d.steps[i] = pruned
 	}
+	outcome, alt := g.resolveRefs(p, d, start)
+	tc, states, err := g.finishResolved(ctx, p, d, preds, setup, setupState, start, startStored)
+	if err != nil && alt != nil {
+		if tc2, states2, err2 := g.finishResolved(ctx, p, alt, preds, setup, setupState, start, startStored); err2 == nil {
+			return tc2, states2, refsRelabelled, nil
+		}
+	}
+	return tc, states, outcome, err
+}
+
+// finishResolved is finish after pruning and reference resolution.
+func (g *Generator) finishResolved(ctx context.Context, p *crd.Property, d *draft, preds []Predicate, setup []Change, setupState, start, startStored map[string]any) (*TestCase, []map[string]any, error) {
 	prev := start
 	for i, st := range d.steps {
 		if jsonv.Equal(st, prev) {

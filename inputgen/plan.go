@@ -66,6 +66,14 @@ type Stats struct {
 	Repaired int `json:"repaired"`
 	// Dropped counts test cases given up after every draw was invalid.
 	Dropped int `json:"dropped"`
+	// RefsRepaired counts valid test cases whose states named something the object does not
+	// declare (a volume mount's volume, a container's resource claim, a probe's named port) and
+	// were made to name a declared one, declare it, or drop the reference.
+	RefsRepaired int `json:"refsRepaired,omitempty"`
+	// RefsMisoperation counts test cases labelled misoperations because such a reference dangles
+	// and no in-object change can satisfy it (e.g. a resource claim where the schema has no
+	// pod-level resourceClaims).
+	RefsMisoperation int `json:"refsMisoperation,omitempty"`
 }
 
 // PropertyCoverage lists the test cases that change one property.

@@ -76,8 +76,11 @@ func realCases(t testing.TB) []realCase {
 }
 
 // TestRealCRDs generates a plan for every real CRD and checks that the schema parses, every
-// changeable property is covered, and every generated state passes the API server's validation
-// (re-checked independently of generation). It logs the semantic mapping share per CRD.
+// changeable property is covered, every generated state passes the API server's validation
+// (re-checked independently of generation), and no valid test case names what its object does not
+// declare (a volume mount's volume, a container's resource claim, a probe's named port). It logs
+// the semantic mapping share per CRD and how many test cases had such references resolved or
+// became misoperations because of one.
 func TestRealCRDs(t *testing.T) {
 	cases := realCases(t)
 	if len(cases) < 11 {
@@ -92,6 +95,7 @@ func TestRealCRDs(t *testing.T) {
 		stats                            Stats
 		checked, failedValid, failedMiso int
 		uncovered                        []PropertyCoverage
+		dangling                         []string
 	}
 	results := make([]result, len(cases))
 	for i, rc := range cases {
@@ -116,6 +120,7 @@ func TestRealCRDs(t *testing.T) {
 			}
 			r := result{name: rc.name, stats: plan.Stats}
 			r.checked, r.failedValid, r.failedMiso = recheck(g.Validator(), plan)
+			r.dangling = danglingValid(g, plan)
 			for _, pc := range plan.Properties {
 				if !pc.Covered && !pc.Pinned {
 					r.uncovered = append(r.uncovered, pc)
@@ -131,14 +136,22 @@ func TestRealCRDs(t *testing.T) {
 			continue
 		}
 		st := r.stats
-		t.Logf("%-34s properties %4d covered %4d pinned %d (%.1f%%) semantic mapping %.1f%% | cases %4d (valid %4d, misoperation %2d, recreate %d) | redrawn %d repaired %d dropped %d | states re-validated %d, rejected %d",
+		t.Logf("%-34s properties %4d covered %4d pinned %d (%.1f%%) semantic mapping %.1f%% | cases %4d (valid %4d, misoperation %2d, recreate %d) | redrawn %d repaired %d dropped %d | states re-validated %d, rejected %d | in-object references resolved in %d, misoperations for one %d, valid still dangling %d",
 			r.name, st.Properties, st.Covered, st.Pinned, 100*st.Coverage, 100*st.SemanticShare,
-			st.TestCases, st.Valid, st.Misoperation, st.Recreate, st.Redrawn, st.Repaired, st.Dropped, r.checked, r.failedValid+r.failedMiso)
+			st.TestCases, st.Valid, st.Misoperation, st.Recreate, st.Redrawn, st.Repaired, st.Dropped, r.checked, r.failedValid+r.failedMiso,
+			st.RefsRepaired, st.RefsMisoperation, len(r.dangling))
 		for _, pc := range r.uncovered {
 			t.Errorf("%s: property %s not covered: %s", r.name, pc.Path, pc.Reason)
 		}
 		if r.failedValid > 0 || r.failedMiso > 0 {
 			t.Errorf("%s: %d valid and %d misoperation states rejected by validation", r.name, r.failedValid, r.failedMiso)
+		}
+		for i, d := range r.dangling {
+			if i == 5 {
+				t.Errorf("%s: and %d more valid test cases with a dangling reference", r.name, len(r.dangling)-i)
+				break
+			}
+			t.Errorf("%s: valid test case with a dangling in-object reference: %s", r.name, d)
 		}
 		if st.SemanticShare <= 0 {
 			t.Errorf("%s: no property semantically mapped", r.name)
