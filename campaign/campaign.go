@@ -507,7 +507,7 @@ func (r *runner) runWorker(ctx context.Context, e *env, w int, plan *inputgen.Pl
 		in.misop = rec.Misoperation
 		index++
 		prog.done.Add(1)
-		if rec.Alarm() || rec.TimedOut {
+		if rec.Alarm() || rec.Unconverged() {
 			alarm = true
 			prog.alarms.Add(1)
 		}
@@ -570,7 +570,7 @@ func (r *runner) runWorker(ctx context.Context, e *env, w int, plan *inputgen.Pl
 		if err != nil {
 			return err
 		}
-		if fr.Alarm() || fr.TimedOut {
+		if fr.Alarm() || fr.Unconverged() {
 			prog.alarms.Add(1)
 		}
 	}
@@ -595,7 +595,7 @@ func (r *runner) faultDue(ctx context.Context, sess *session, w, index, applied 
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if fr.Alarm() || fr.TimedOut {
+	if fr.Alarm() || fr.Unconverged() {
 		prog.alarms.Add(1)
 	}
 	return fr, fsnap, nil, nil
@@ -604,7 +604,7 @@ func (r *runner) faultDue(ctx context.Context, sess *session, w, index, applied 
 // convergedApply: s declared a desired state that was reached without an alarm (a
 // fault may be due after it).
 func convergedApply(s *StepRecord) bool {
-	return s != nil && (s.Kind == model.StepApply || s.Kind == model.StepRecreate) && !s.Alarm() && !s.TimedOut && jsonEqual(s.Current, s.Desired)
+	return s != nil && (s.Kind == model.StepApply || s.Kind == model.StepRecreate) && !s.Alarm() && !s.Unconverged() && jsonEqual(s.Current, s.Desired)
 }
 
 func countApply(recs []Record, w int) int {

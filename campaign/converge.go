@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"sort"
 	"sync"
 	"time"
@@ -14,6 +15,13 @@ import (
 // ErrConvergenceTimeout is returned when the system keeps changing (or never
 // reports the new generation) past the hard timeout: the operator did not settle.
 var ErrConvergenceTimeout = errors.New("convergence timeout: the namespace's objects kept changing or the CR's status never reported the new generation")
+
+// ErrStuck is returned when a step makes no progress for the stuck window
+// while it is not converged: its workloads stay unready (or the CR keeps
+// lagging its generation) and nothing that readiness depends on changes (a
+// crash-looping container's restarts are not progress). The step ends early
+// instead of waiting for the hard timeout.
+var ErrStuck = errors.New("stuck: no progress towards readiness for the stuck window")
 
 // quietTracker remembers when the watched objects last changed. Watch handlers
 // call Touch; waiters read Since.
@@ -56,6 +64,10 @@ type ConvergeOptions struct {
 	Settle time.Duration
 	// Timeout is the hard limit (default 5m); reaching it is a finding.
 	Timeout time.Duration
+	// Stuck is the stuck window (default 1m; negative turns stuck detection
+	// off): a step that is not converged and whose progress fingerprint (see
+	// progressPrint) has not changed for this long ends with ErrStuck.
+	Stuck time.Duration
 }
 
 func (o ConvergeOptions) withDefaults() ConvergeOptions {
@@ -70,6 +82,9 @@ func (o ConvergeOptions) withDefaults() ConvergeOptions {
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 5 * time.Minute
+	}
+	if o.Stuck == 0 {
+		o.Stuck = time.Minute
 	}
 	return o
 }
@@ -98,18 +113,26 @@ func decide(o ConvergeOptions, quiet time.Duration, notReady []string, genOK boo
 	return keepWaiting
 }
 
-// waitConverged blocks until the system converges or settles, or the timeout
-// expires. objects returns the current objects (the informer caches); it is
-// called after quiet periods only. requireGen waits for the CR's
-// status.observedGeneration even while it is absent (the operator is known to
-// publish it: a re-created CR has none until the operator's first pass). It
-// returns the time of the last change (the convergence time) and the readiness
-// problems left when it settled.
+// waitConverged blocks until the system converges or settles, the timeout
+// expires, or the step is stuck (no progress for the stuck window). objects
+// returns the current objects (the informer caches); it is called after quiet
+// periods, and at most once a second (a quarter of the stuck window when that
+// is shorter) while the objects change, to follow progress. requireGen waits for the CR's status.observedGeneration even while
+// it is absent (the operator is known to publish it: a re-created CR has none
+// until the operator's first pass). It returns the time of the last change (the
+// convergence time) and the readiness problems left when it settled, got stuck
+// or timed out.
 func waitConverged(ctx context.Context, o ConvergeOptions, q *quietTracker, start time.Time, objects func() (map[string]model.Object, string), requireGen bool) (time.Time, []string, error) {
 	o = o.withDefaults()
 	deadline := start.Add(o.Timeout)
+	var (
+		print      uint64
+		progressAt = start // when the progress fingerprint last changed
+		progressN  uint64  // the tracker's change count then
+		checked    time.Time
+	)
 	for {
-		last, _, changed := q.State()
+		last, n, changed := q.State()
 		if last.Before(start) {
 			last = start
 		}
@@ -117,14 +140,27 @@ func waitConverged(ctx context.Context, o ConvergeOptions, q *quietTracker, star
 		quiet := now.Sub(last)
 		var notReady []string
 		genOK := true
-		if quiet >= o.Quiet {
+		if quiet >= o.Quiet || (o.Stuck > 0 && now.Sub(checked) >= min(time.Second, o.Stuck/4)) {
+			checked = now
 			objs, cr := objects()
 			notReady, genOK = readiness(objs, cr, requireGen)
-			switch decide(o, quiet, notReady, genOK) {
-			case converged:
-				return last, nil, nil
-			case settled:
-				return last, notReady, nil
+			if quiet >= o.Quiet {
+				switch decide(o, quiet, notReady, genOK) {
+				case converged:
+					return last, nil, nil
+				case settled:
+					return last, notReady, nil
+				}
+			}
+			if p := progressPrint(objs, cr, notReady, genOK); p != print {
+				print, progressAt, progressN = p, now, n
+			}
+			if o.Stuck > 0 && now.Sub(progressAt) >= o.Stuck {
+				if !genOK {
+					notReady = append(notReady, "custom resource status.observedGeneration lags metadata.generation (or is not published yet)")
+				}
+				return time.Time{}, notReady, fmt.Errorf("after %s without progress (%d changes of no consequence; not ready: %v): %w",
+					now.Sub(progressAt).Round(time.Second), n-progressN, notReady, ErrStuck)
 			}
 		}
 		if now.After(deadline) {
@@ -142,6 +178,11 @@ func waitConverged(ctx context.Context, o ConvergeOptions, q *quietTracker, star
 		if rest := time.Until(deadline); wait > rest {
 			wait = rest + time.Millisecond
 		}
+		if o.Stuck > 0 {
+			if rest := time.Until(progressAt.Add(o.Stuck)); wait > rest {
+				wait = max(rest, 0) + time.Millisecond
+			}
+		}
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -152,6 +193,45 @@ func waitConverged(ctx context.Context, o ConvergeOptions, q *quietTracker, star
 		case <-t.C:
 		}
 	}
+}
+
+// progressPrint fingerprints what counts as progress towards convergence: the
+// set of objects (by identity, so a replaced pod is progress) and their
+// metadata.generation (a changed spec), each pod's phase and readiness, the
+// CR's observed generation, phase and condition types, statuses and reasons,
+// and the readiness problems themselves. Restart counts, container states,
+// timestamps and messages are left out: a crash loop changes them for ever
+// without getting anywhere.
+func progressPrint(objs map[string]model.Object, cr string, notReady []string, genOK bool) uint64 {
+	keys := make([]string, 0, len(objs))
+	for k := range objs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	h := fnv.New64a()
+	w := func(parts ...any) {
+		fmt.Fprintln(h, parts...)
+	}
+	for _, k := range keys {
+		o := objs[k]
+		w(k, get(o, "metadata", "uid"), get(o, "metadata", "generation"), deleting(o))
+		if mk, ok := model.ParseObjectKey(k); ok && mk.Group == "" && mk.Kind == "Pod" {
+			w(get(o, "status", "phase"), condTrue(o, "Ready"))
+		}
+		if k == cr {
+			w(get(o, "status", "observedGeneration"), get(o, "status", "phase"))
+			conds, _ := get(o, "status", "conditions").([]any)
+			for _, c := range conds {
+				m, _ := c.(map[string]any)
+				w(m["type"], m["status"], m["reason"])
+			}
+		}
+	}
+	w(genOK)
+	for _, n := range notReady {
+		w(n)
+	}
+	return h.Sum64()
 }
 
 // readiness lists what is not ready among objs (pods, Deployments,

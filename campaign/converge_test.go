@@ -3,6 +3,7 @@ package campaign
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -102,4 +103,129 @@ func everyUntil(step, end time.Duration) []time.Duration {
 		out = append(out, d)
 	}
 	return out
+}
+
+// TestWaitConvergedStuck: a step that keeps changing without progress (a crash
+// loop's restarts) or whose CR never reports its generation ends as stuck after
+// the stuck window, long before the hard timeout; one whose readiness keeps
+// improving is not stuck and converges.
+func TestWaitConvergedStuck(t *testing.T) {
+	cr := model.ObjectKey{Group: "g", Version: "v1", Kind: "Foo", Namespace: "n", Name: "a"}.String()
+	podKey := func(i int) string {
+		return model.ObjectKey{Version: "v1", Kind: "Pod", Namespace: "n", Name: fmt.Sprintf("a-%d", i)}.String()
+	}
+	pod := func(ready bool, restarts int) model.Object {
+		st := "False"
+		if ready {
+			st = "True"
+		}
+		return model.Object{"metadata": map[string]any{"uid": "u"}, "status": map[string]any{"phase": "Running",
+			"conditions":        []any{map[string]any{"type": "Ready", "status": st}},
+			"containerStatuses": []any{map[string]any{"restartCount": int64(restarts)}}}}
+	}
+	crAt := func(gen, observed int64) model.Object {
+		return model.Object{"metadata": map[string]any{"generation": gen}, "status": map[string]any{"observedGeneration": observed}}
+	}
+	// The hard timeout is far: reaching it instead of ErrStuck fails the test.
+	opts := ConvergeOptions{Quiet: 150 * time.Millisecond, Settle: 30 * time.Second, Timeout: 20 * time.Second, Stuck: 600 * time.Millisecond}
+	tests := []struct {
+		name    string
+		touches []time.Duration
+		objs    func(elapsed time.Duration) map[string]model.Object
+		wantErr error
+	}{
+		{"crash loop", everyUntil(100*time.Millisecond, 30*time.Second), func(e time.Duration) map[string]model.Object {
+			return map[string]model.Object{podKey(0): pod(false, int(e/(100*time.Millisecond))), cr: crAt(2, 2)}
+		}, ErrStuck},
+		{"generation never observed", nil, func(time.Duration) map[string]model.Object {
+			return map[string]model.Object{podKey(0): pod(true, 0), cr: crAt(3, 2)}
+		}, ErrStuck},
+		{"readiness improves", everyUntil(100*time.Millisecond, 1200*time.Millisecond), func(e time.Duration) map[string]model.Object {
+			m := map[string]model.Object{cr: crAt(2, 2)}
+			for i := range 4 {
+				m[podKey(i)] = pod(time.Duration(i)*300*time.Millisecond <= e, 0)
+			}
+			return m
+		}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			start := time.Now()
+			q := newQuietTracker(start)
+			go func() {
+				for _, d := range tt.touches {
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(time.Until(start.Add(d))):
+					}
+					q.Touch(time.Now())
+				}
+			}()
+			_, notReady, err := waitConverged(ctx, opts, q, start, func() (map[string]model.Object, string) {
+				return tt.objs(time.Since(start)), cr
+			}, false)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tt.wantErr)
+			}
+			if tt.wantErr != nil && len(notReady) == 0 {
+				t.Errorf("a stuck step lists no readiness problem")
+			}
+		})
+	}
+}
+
+// TestProgressPrint: a crash loop's restart counts, container states and
+// condition messages are not progress; a replaced pod, a pod becoming ready, a
+// changed spec generation and a new condition reason are.
+func TestProgressPrint(t *testing.T) {
+	cr := model.ObjectKey{Group: "g", Version: "v1", Kind: "Foo", Namespace: "n", Name: "a"}.String()
+	pk := model.ObjectKey{Version: "v1", Kind: "Pod", Namespace: "n", Name: "a-0"}.String()
+	base := func() map[string]model.Object {
+		return map[string]model.Object{
+			pk: {"metadata": map[string]any{"uid": "u1"}, "status": map[string]any{"phase": "Running",
+				"conditions":        []any{map[string]any{"type": "Ready", "status": "False", "message": "m1"}},
+				"containerStatuses": []any{map[string]any{"restartCount": int64(1), "state": map[string]any{"running": map[string]any{}}}}}},
+			cr: {"metadata": map[string]any{"generation": int64(2)}, "status": map[string]any{"observedGeneration": int64(2), "phase": "Updating",
+				"conditions": []any{map[string]any{"type": "Ready", "status": "False", "reason": "Rolling", "message": "1 of 3"}}}},
+		}
+	}
+	p0 := progressPrint(base(), cr, []string{"a-0: not ready"}, true)
+	same := map[string]func(map[string]model.Object){
+		"restart count": func(m map[string]model.Object) {
+			m[pk]["status"].(map[string]any)["containerStatuses"] = []any{map[string]any{"restartCount": int64(7), "state": map[string]any{"waiting": map[string]any{"reason": "CrashLoopBackOff"}}}}
+		},
+		"condition message": func(m map[string]model.Object) {
+			m[cr]["status"].(map[string]any)["conditions"] = []any{map[string]any{"type": "Ready", "status": "False", "reason": "Rolling", "message": "2 of 3"}}
+		},
+	}
+	for name, f := range same {
+		m := base()
+		f(m)
+		if progressPrint(m, cr, []string{"a-0: not ready"}, true) != p0 {
+			t.Errorf("%s counted as progress", name)
+		}
+	}
+	differ := map[string]func(map[string]model.Object){
+		"pod replaced": func(m map[string]model.Object) { m[pk]["metadata"].(map[string]any)["uid"] = "u2" },
+		"pod ready": func(m map[string]model.Object) {
+			m[pk]["status"].(map[string]any)["conditions"] = []any{map[string]any{"type": "Ready", "status": "True"}}
+		},
+		"spec generation": func(m map[string]model.Object) { m[cr]["metadata"].(map[string]any)["generation"] = int64(3) },
+		"condition reason": func(m map[string]model.Object) {
+			m[cr]["status"].(map[string]any)["conditions"] = []any{map[string]any{"type": "Ready", "status": "False", "reason": "Failover"}}
+		},
+	}
+	for name, f := range differ {
+		m := base()
+		f(m)
+		if progressPrint(m, cr, []string{"a-0: not ready"}, true) == p0 {
+			t.Errorf("%s not counted as progress", name)
+		}
+	}
+	if progressPrint(base(), cr, nil, true) == p0 {
+		t.Errorf("a readiness problem gone is not counted as progress")
+	}
 }

@@ -67,7 +67,7 @@ func (r *runner) differential(ctx context.Context, envs []*env, recs []Record) e
 	seen := map[string]bool{}
 	for _, rec := range recs {
 		s := rec.Step
-		if rec.Type != RecStep || s == nil || (s.Kind != model.StepApply && s.Kind != model.StepRecreate) || s.TimedOut || !jsonEqual(s.Current, s.Desired) {
+		if rec.Type != RecStep || s == nil || (s.Kind != model.StepApply && s.Kind != model.StepRecreate) || s.Unconverged() || !jsonEqual(s.Current, s.Desired) {
 			continue
 		}
 		if s.Misoperation {

@@ -194,7 +194,7 @@ func longest(cands [][]ReproStep) []ReproStep {
 func replayTimeout(campaign time.Duration, recs []Record) time.Duration {
 	var slowest int64
 	for _, rec := range recs {
-		if rec.Step != nil && !rec.Step.TimedOut && rec.Step.Timing.Converge > slowest {
+		if rec.Step != nil && !rec.Step.Unconverged() && rec.Step.Timing.Converge > slowest {
 			slowest = rec.Step.Timing.Converge
 		}
 	}

@@ -272,6 +272,15 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 			Summary:   fmt.Sprintf("the system did not converge within %s", s.r.cfg.Converge.Timeout),
 			Evidence:  evidenceLines(notReady),
 		})
+	case errors.Is(err, ErrStuck):
+		rec.Stuck = true
+		rec.Timing.Converge = time.Since(started).Milliseconds()
+		findings = append(findings, model.Finding{
+			Oracle: "stuck", Severity: model.SeverityError,
+			Signature: model.Signature("stuck", string(in.kind)),
+			Summary:   fmt.Sprintf("the step made no progress towards readiness for %s and ended early (the hard timeout is %s)", s.r.cfg.Converge.Stuck, s.r.cfg.Converge.Timeout),
+			Evidence:  append(evidenceLines(notReady), model.Evidence{Detail: err.Error()}),
+		})
 	case ctx.Err() != nil:
 		return nil, nil, ctx.Err()
 	default:
@@ -326,7 +335,7 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 			rec.Availability = &AvailabilityFigure{Rate: rate, Requests: n}
 		}
 	}
-	if !in.misop && err == nil && len(findings) > 0 && in.kind != model.StepSeed {
+	if !in.misop && (err == nil || rec.Stuck) && len(findings) > 0 && in.kind != model.StepSeed {
 		// An input the operator validates and refuses, keeping the previous
 		// state, is a misoperation it caught, not an inconsistency.
 		why := operatorRejected(snap.CRObject(), in.desired, in.changed)
@@ -430,6 +439,7 @@ type verdictFile struct {
 	Started   time.Time      `json:"started"`
 	Converged time.Time      `json:"converged,omitempty"`
 	TimedOut  bool           `json:"timedOut,omitempty"`
+	Stuck     bool           `json:"stuck,omitempty"`
 	NotReady  []string       `json:"notReady,omitempty"`
 	Faults    []model.Fault  `json:"faults,omitempty"`
 	// Availability is the workload's success rate during the transition.
@@ -461,7 +471,7 @@ func writeStepFiles(dir string, rec *StepRecord, snap *model.Snapshot) error {
 		{name: "events.json", v: nonNil(snap.Events)},
 		{name: "operator.log", raw: []byte(snap.OperatorLog)},
 		{name: "verdict.json", v: verdictFile{Step: rec.ID(), Kind: rec.Kind, TestCase: rec.TestCase, Changed: rec.Changed, Started: rec.Started,
-			Converged: rec.Converged, TimedOut: rec.TimedOut, NotReady: rec.NotReady, Faults: rec.Faults, Availability: rec.Availability,
+			Converged: rec.Converged, TimedOut: rec.TimedOut, Stuck: rec.Stuck, NotReady: rec.NotReady, Faults: rec.Faults, Availability: rec.Availability,
 			Findings: findings, Timing: rec.Timing}},
 	}
 	for _, f := range files {

@@ -141,9 +141,14 @@ type Step struct {
 	Desired Object    `json:"desired"`
 	Faults  []Fault   `json:"faults,omitempty"`
 	Started time.Time `json:"started"`
-	// Converged is when the system stopped changing; zero when it timed out.
+	// Converged is when the system stopped changing; zero when it timed out
+	// or got stuck.
 	Converged time.Time `json:"converged,omitempty"`
-	TimedOut  bool      `json:"timedOut,omitempty"`
+	// TimedOut is set when the step did not converge within the hard timeout.
+	TimedOut bool `json:"timedOut,omitempty"`
+	// Stuck is set when the step ended early without converging: nothing
+	// that readiness depends on changed for the stuck window.
+	Stuck bool `json:"stuck,omitempty"`
 	// Snapshot is the snapshot's path relative to the results folder.
 	Snapshot string `json:"snapshot,omitempty"`
 }
@@ -155,6 +160,10 @@ func (s *Step) ConvergeTime() time.Duration {
 	}
 	return s.Converged.Sub(s.Started)
 }
+
+// Unconverged reports whether the step ended without converging (timed out
+// or stuck): its final state is not the operator's answer to the desired state.
+func (s *Step) Unconverged() bool { return s.TimedOut || s.Stuck }
 
 // ID names the step in results and messages: "w<worker>/s<index>".
 func (s *Step) ID() string { return "w" + strconv.Itoa(s.Worker) + "/s" + strconv.Itoa(s.Index) }

@@ -252,7 +252,7 @@ func (d *Durability) Check(ctx context.Context, t *model.Transition) []model.Fin
 		}
 		summary := fmt.Sprintf("%s lost: %s (%s; the read-back after convergence did not return them)",
 			plural(len(lost), "acknowledged write"), strings.Join(limitStrings(keys, 5), ", "), promise)
-		if t.Step != nil && t.Step.TimedOut {
+		if t.Step != nil && t.Step.Unconverged() {
 			summary += "; the step did not converge"
 		}
 		fs.add(model.Finding{Signature: model.Signature(NameDurability, "lost-write"), Summary: summary, Evidence: ev})

@@ -14,7 +14,7 @@ import (
 
 // Health finds explicit errors in the state reached:
 //
-//   - a convergence timeout (Step.TimedOut);
+//   - a step that did not converge (Step.TimedOut or Step.Stuck);
 //   - containers that restarted since the previous state (restartCount grew, or the
 //     pod is new and has restarted) or wait in CrashLoopBackOff;
 //   - the operator's pods (Config.OperatorSelector) restarting or being replaced;
@@ -76,7 +76,7 @@ func (h *Health) Check(ctx context.Context, t *model.Transition) []model.Finding
 	h.checkPods(t, ex, fs)
 	h.checkCR(t, fs)
 	h.checkLog(t.Curr.OperatorLog, ns, fs)
-	if t.Step != nil && t.Step.TimedOut {
+	if t.Step != nil && t.Step.Unconverged() {
 		h.timeout(t, notReady, fs)
 	}
 	return fs.list()
@@ -593,7 +593,11 @@ func (h *Health) timeout(t *model.Transition, notReady []string, fs *findingSet)
 	if len(st.Changed) > 0 {
 		what += " changing " + strings.Join(limitStrings(st.Changed, 5), ", ")
 	}
-	ev := []model.Evidence{{Detail: fmt.Sprintf("started %s, no convergence before the timeout", st.Started.Format("15:04:05.000"))}}
+	kind, summary, end := "timeout", "convergence timeout: the system kept changing or never became ready after ", "no convergence before the timeout"
+	if st.Stuck {
+		kind, summary, end = "stuck", "stuck: nothing readiness depends on changed for the stuck window after ", "no progress towards readiness for the stuck window"
+	}
+	ev := []model.Evidence{{Detail: fmt.Sprintf("started %s, %s", st.Started.Format("15:04:05.000"), end)}}
 	if cr := t.Curr.CRObject(); cr != nil {
 		status := mapAt(cr, "status")
 		if phase, _ := status["phase"].(string); phase != "" {
@@ -608,8 +612,8 @@ func (h *Health) timeout(t *model.Transition, notReady []string, fs *findingSet)
 		ev = append(ev, model.Evidence{Detail: s})
 	}
 	fs.add(model.Finding{
-		Signature: model.Signature(NameHealth, append([]string{"timeout", string(st.Kind)}, parts...)...),
-		Summary:   "convergence timeout: the system kept changing or never became ready after " + what,
+		Signature: model.Signature(NameHealth, append([]string{kind, string(st.Kind)}, parts...)...),
+		Summary:   summary + what,
 		Evidence:  ev,
 	})
 }

@@ -102,7 +102,7 @@ func (s *SplitBrain) Check(ctx context.Context, t *model.Transition) []model.Fin
 			final = nil // already among the readings
 		}
 	}
-	judgeFinal := t.Step == nil || t.Step.TimedOut
+	judgeFinal := t.Step == nil || t.Step.Unconverged()
 	if len(samples) == 0 && final == nil {
 		return nil
 	}

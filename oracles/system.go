@@ -72,7 +72,7 @@ func (s *SystemState) Check(ctx context.Context, t *model.Transition) []model.Fi
 	if t == nil || t.Curr == nil || t.Curr.System == nil || ctx.Err() != nil {
 		return nil
 	}
-	if t.Step != nil && t.Step.TimedOut {
+	if t.Step != nil && t.Step.Unconverged() {
 		return nil
 	}
 	fc := newFaultContext(t.Step)

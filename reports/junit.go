@@ -110,8 +110,11 @@ func buildJUnit(s Summary) junitTestsuites {
 		if e.TestCase != "" {
 			label += " " + e.TestCase
 		}
-		if e.TimedOut {
+		switch {
+		case e.TimedOut:
 			label += " (timed out)"
+		case e.Stuck:
+			label += " (stuck)"
 		}
 		steps[e.ID()] = &junitStep{id: e.ID(), label: label, converge: e.Converge.D()}
 		if e.Misoperation {

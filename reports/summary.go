@@ -129,9 +129,11 @@ type TimelineEntry struct {
 	TestCase     string    `json:"testCase,omitempty"`
 	Misoperation bool      `json:"misoperation,omitempty"`
 	Started      time.Time `json:"started"`
-	// Converge is how long the system took to converge (zero when TimedOut).
+	// Converge is how long the system took to converge (zero when TimedOut or Stuck).
 	Converge Duration `json:"convergeSeconds"`
 	TimedOut bool     `json:"timedOut,omitempty"`
+	// Stuck is set when the step ended early, without progress for the stuck window.
+	Stuck bool `json:"stuck,omitempty"`
 	// Overhead is the harness's time on the step beyond Converge, when measured.
 	Overhead Duration `json:"overheadSeconds,omitzero"`
 	// Findings counts the findings raised on the step (bugs and misoperations).
@@ -557,6 +559,7 @@ func buildTimeline(steps []StepRecord, findings []model.Finding) []TimelineEntry
 			Started:      st.Started,
 			Converge:     Duration(st.ConvergeTime()),
 			TimedOut:     st.TimedOut,
+			Stuck:        st.Stuck,
 			Overhead:     Duration(r.Overhead),
 			Findings:     perStep[st.ID()],
 			Changed:      append([]string(nil), st.Changed...),

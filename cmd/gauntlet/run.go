@@ -82,7 +82,7 @@ func newRunCmd(g *globals) *cobra.Command {
 		seed                           int64
 		goTests, shared, noDiff, noMin bool
 		minMisop                       bool
-		quietWin, timeout              time.Duration
+		quietWin, timeout, stuckWin    time.Duration
 		faultKinds                     []string
 		faultEvery                     int
 		faultHold, minBudget, budget   time.Duration
@@ -99,7 +99,7 @@ A campaign killed at any point continues with --resume DIR.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg := campaign.Config{Workers: workers, Seed: seed, OutDir: out, MaxSteps: maxSteps, GoTests: goTests,
 				SharedCluster: shared, NoDifferential: noDiff, NoMinimize: noMin, Progress: cmd.ErrOrStderr(), Quiet: g.quiet, Logger: g.logger()}
-			cfg.Converge.Quiet, cfg.Converge.Timeout = quietWin, timeout
+			cfg.Converge.Quiet, cfg.Converge.Timeout, cfg.Converge.Stuck = quietWin, timeout, stuckWin
 			cfg.MinimizeBudget, cfg.DifferentialFromSeed, cfg.Budget = minBudget, fromSeed, budget
 			cfg.MinimizeMisoperations, cfg.Order = minMisop, order
 			kinds, on, err := campaign.ParseFaultKinds(faultKinds)
@@ -177,5 +177,6 @@ A campaign killed at any point continues with --resume DIR.`,
 	f.BoolVar(&fromSeed, "differential-from-seed", false, "declare the seed before each differential re-run instead of creating D directly")
 	f.DurationVar(&quietWin, "quiet-window", 0, "time without changes that counts as converged (default 3s)")
 	f.DurationVar(&timeout, "converge-timeout", 0, "hard convergence timeout per step (default 5m)")
+	f.DurationVar(&stuckWin, "stuck-window", 0, "end a step early as stuck when nothing readiness depends on changed for this long (default 1m; negative: off)")
 	return cmd
 }

@@ -43,8 +43,8 @@ func run(w io.Writer, dir string) error {
 	if err != nil {
 		return err
 	}
-	var desired, timedOut int
-	var slowest time.Duration
+	var desired, timedOut, stuck int
+	var slowest, saved time.Duration
 	for _, r := range recs {
 		s := r.Step
 		if r.Type != campaign.RecStep || s == nil {
@@ -55,6 +55,16 @@ func run(w io.Writer, dir string) error {
 		}
 		if s.TimedOut {
 			timedOut++
+		}
+		if s.Stuck {
+			// What the default timeouts would have cost: 5m, or 1m for a
+			// step known to be a misoperation.
+			stuck++
+			limit := 5 * time.Minute
+			if s.Misoperation {
+				limit = time.Minute
+			}
+			saved += max(limit-time.Duration(s.Timing.Converge)*time.Millisecond, 0)
 		}
 		if !s.Converged.IsZero() && s.Converged.Sub(s.Started) > slowest {
 			slowest = s.Converged.Sub(s.Started)
@@ -90,6 +100,7 @@ func run(w io.Writer, dir string) error {
 	fmt.Fprintf(w, "  desired-state steps:  %d (%.0f per hour)\n", desired, float64(desired)/wall.Hours())
 	fmt.Fprintf(w, "  transitions:          %d (%.0f per hour)\n", sum.StepsDone, float64(sum.StepsDone)/wall.Hours())
 	fmt.Fprintf(w, "  timed-out steps:      %d (slowest convergence %s)\n", timedOut, slowest.Round(time.Second))
+	fmt.Fprintf(w, "  stuck steps:          %d (ended early: ≈ %s saved against the default timeouts)\n", stuck, saved.Round(time.Second))
 	fmt.Fprintf(w, "  alarm groups:         %d\n", len(sum.Alarms))
 	for _, g := range sum.Alarms {
 		fmt.Fprintf(w, "    - %s: %s (%d steps)\n", g.Oracle, g.Summary, len(g.Steps))
