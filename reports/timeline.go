@@ -144,12 +144,9 @@ type outcome struct {
 	Verdict string
 }
 
-// isStuck reports whether the stuck oracle ended the step early (DESIGN §3).
-//
-// HOOK: TimelineEntry has no Stuck field yet. When the step record gains one
-// (model.Step.Stuck, carried by Build into TimelineEntry.Stuck), return it
-// here: the "stuck" colour, verdict, legend entry and table style are in place.
-func isStuck(TimelineEntry) bool { return false }
+// isStuck reports whether the step ended early without progress (the stuck
+// window of DESIGN §3) rather than at the hard timeout.
+func isStuck(e TimelineEntry) bool { return e.Stuck && !e.TimedOut }
 
 // stepOutcome classifies a step; stuck comes from isStuck.
 func stepOutcome(e TimelineEntry, stuck bool) outcome {
