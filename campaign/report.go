@@ -47,6 +47,9 @@ func WriteReports(dir string, res *Result, oracleNames []string, goTests bool) e
 		desired[s.ID()] = s.Desired
 	}
 	for _, p := range plan.Properties {
+		if p.Pinned {
+			continue // no valid change exists: never coverable, not counted
+		}
 		in.Properties = append(in.Properties, reports.PropertyPlan{Path: p.Path, TestCases: p.Targeted})
 	}
 	sum := reports.Build(in)
