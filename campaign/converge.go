@@ -255,6 +255,13 @@ func readiness(objs map[string]model.Object, cr string, requireGen bool) ([]stri
 			if og, ok := num(get(o, "status", "observedGeneration")); (ok && og < gen) || (!ok && requireGen) {
 				genOK = false
 			}
+			// The operator's own verdict: a CR that says it is not Ready is
+			// not converged yet (its status may lag while the operator
+			// restarts and waits for its lease); a CR that stays so settles
+			// and the health oracle judges it.
+			if st, reason := condition(o, "Ready"); st == "False" {
+				out = append(out, fmt.Sprintf("%s: condition Ready=False (%s)", key, reason))
+			}
 			continue
 		}
 		switch {
@@ -334,6 +341,20 @@ func condTrue(o model.Object, typ string) bool {
 		}
 	}
 	return false
+}
+
+// condition returns the status and reason of the condition of type typ, if any.
+func condition(o model.Object, typ string) (status, reason string) {
+	conds, _ := get(o, "status", "conditions").([]any)
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == typ {
+			status, _ = m["status"].(string)
+			reason, _ = m["reason"].(string)
+			return status, reason
+		}
+	}
+	return "", ""
 }
 
 // get walks nested maps.

@@ -52,6 +52,12 @@ func TestReadiness(t *testing.T) {
 		{"pod pending", map[string]model.Object{pod: {"status": map[string]any{"phase": "Pending"}}}, false, true},
 		{"rolling", map[string]model.Object{sts: {"metadata": map[string]any{"generation": int64(2)}, "spec": map[string]any{"replicas": int64(1)},
 			"status": map[string]any{"observedGeneration": int64(2), "readyReplicas": int64(1), "updatedReplicas": int64(1), "replicas": int64(1), "currentRevision": "a", "updateRevision": "b"}}}, false, true},
+		// The operator crashed before it saw the pods come back: its CR still
+		// says Degraded although every workload is ready.
+		{"CR says not ready", map[string]model.Object{sts: readySTS, cr: {"metadata": map[string]any{"generation": int64(3)}, "status": map[string]any{"observedGeneration": int64(3),
+			"conditions": []any{map[string]any{"type": "Ready", "status": "False", "reason": "Degraded"}}}}}, false, true},
+		{"CR says ready", map[string]model.Object{sts: readySTS, cr: {"metadata": map[string]any{"generation": int64(3)}, "status": map[string]any{"observedGeneration": int64(3),
+			"conditions": []any{map[string]any{"type": "Ready", "status": "True"}}}}}, true, true},
 	}
 	// A re-created CR has no status until the operator's first pass: once the
 	// operator is known to publish observedGeneration, that is not converged.
