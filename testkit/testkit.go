@@ -209,7 +209,7 @@ func Run(tb testing.TB, r Reproducer, opts ...Option) {
 	defer cancel()
 
 	env := setUp(ctx, tb, r, o)
-	rp, err := newReplayer(ctx, env.config, r, func(format string, args ...any) { tb.Logf(format, args...) })
+	rp, err := newReplayer(ctx, env.config, r, func(format string, args ...any) { tb.Logf("testkit: "+format, args...) })
 	if err != nil {
 		tb.Fatalf("testkit: %v", err)
 	}

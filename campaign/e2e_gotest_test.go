@@ -1,0 +1,151 @@
+package campaign_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gauntlet-dev/gauntlet/campaign"
+	"github.com/gauntlet-dev/gauntlet/campaign/bugs"
+	"github.com/gauntlet-dev/gauntlet/cluster/local"
+	"github.com/gauntlet-dev/gauntlet/internal/testenv"
+	"github.com/gauntlet-dev/gauntlet/reports"
+	"github.com/gauntlet-dev/gauntlet/targets"
+)
+
+// gotestAlarm is the alarm group a real campaign of seeded bug 04 wrote
+// (alarms/N/group.json, with its minimized and confirmed reproducer): run
+// TestE2ECatchesSeededBug with GAUNTLET_E2E_KEEP=DIR and copy
+// DIR/results/alarms/N/group.json of its consistency group to refresh it.
+const gotestAlarm = "testdata/gotest/04-config-default-overrules-user.group.json"
+
+// TestE2EGeneratedGoTest proves that the Go regression test gauntlet writes
+// for an alarm runs on its own, outside this repository. It generates the
+// test of seeded bug 04's consistency alarm (recorded from a real campaign,
+// see gotestAlarm) exactly as `gauntlet run --go-tests` does, writes it into
+// a fresh module that requires github.com/gauntlet-dev/gauntlet through a
+// replace to this checkout (with this repository's go.sum, and GOPROXY=off:
+// nothing is downloaded), and runs `go test` there twice with no KUBECONFIG,
+// so that the test kit brings up an embedded cluster and deploys the
+// built-in Valkey target itself: with the operator built with the bug the
+// test must fail naming the invariant and the alarm; with the clean operator
+// it must pass.
+func TestE2EGeneratedGoTest(t *testing.T) {
+	testenv.SkipShort(t)
+	testenv.NeedRoot(t)
+	testenv.NeedE2E(t, local.ControlPlaneBinDir())
+	root, err := targets.FindRepoRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clean := os.Getenv("GAUNTLET_OPERATOR_BINARY")
+	if clean == "" {
+		clean = filepath.Join(root, "bin", "valkey-operator")
+	}
+	testenv.NeedFile(t, clean, "run `make build`")
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	testenv.NeedFile(t, goBin, "the go command that runs this test")
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+
+	// The Go test, generated from the recorded alarm as the campaign does.
+	var g campaign.AlarmGroup
+	raw, err := os.ReadFile(gotestAlarm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &g); err != nil {
+		t.Fatalf("%s: %v", gotestAlarm, err)
+	}
+	tg, err := targets.Valkey(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, ok := campaign.GoTestReproducer(&g, reports.CRDRef{Group: "valkey.gauntlet.dev", Version: tg.Version, Kind: tg.Kind}, gotestAlarm)
+	if !ok {
+		t.Fatalf("%s holds no reproducer", gotestAlarm)
+	}
+	var src bytes.Buffer
+	if err := reports.WriteGoTest(&src, rep); err != nil {
+		t.Fatalf("generate the Go test: %v", err)
+	}
+	test := "TestReproduce" + rep.Name // "Gauntlet<ID>"
+
+	// A module of its own, as a user keeps the generated tests.
+	work := t.TempDir()
+	mod := filepath.Join(work, "regressions")
+	if err := os.MkdirAll(mod, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	goVersion := strings.TrimPrefix(runtime.Version(), "go")
+	gomod := fmt.Sprintf("module example.com/regressions\n\ngo %s\n\nrequire github.com/gauntlet-dev/gauntlet v0.0.0\n\nreplace github.com/gauntlet-dev/gauntlet => %s\n", goVersion, root)
+	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"go.mod": []byte(gomod), "go.sum": sum, reports.GoTestFileName(rep): src.Bytes()} {
+		if err := os.WriteFile(filepath.Join(mod, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The operator with the seeded bug.
+	bs, err := bugs.Load(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var patch string
+	for _, b := range bs {
+		if b.Name == "04-config-default-overrules-user" {
+			patch = b.Patch
+		}
+	}
+	buggy := filepath.Join(work, "valkey-operator-04")
+	t0 := time.Now()
+	if err := bugs.BuildOperator(ctx, root, patch, buggy); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("built the operator with seeded bug 04 in %v", time.Since(t0).Round(time.Second))
+
+	goTest := func(operator string) (string, error, time.Duration) {
+		start := time.Now()
+		cmd := exec.CommandContext(ctx, goBin, "test", "-count=1", "-v", "-timeout", "10m", "./...")
+		cmd.Dir = mod
+		for _, kv := range os.Environ() {
+			switch k, _, _ := strings.Cut(kv, "="); k {
+			case "KUBECONFIG", "GAUNTLET_TARGET", "GAUNTLET_NAMESPACE", "GAUNTLET_REPO", "GOFLAGS", "GOPROXY", "GOWORK", "GOTOOLCHAIN":
+			default:
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
+		state := filepath.Join(work, "state")
+		cmd.Env = append(cmd.Env, "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off", "GOTOOLCHAIN=local",
+			"GAUNTLET_OPERATOR_BINARY="+operator, "GAUNTLET_STATE_DIR="+state)
+		out, err := cmd.CombinedOutput()
+		return string(out), err, time.Since(start)
+	}
+
+	out, err, took := goTest(buggy)
+	t.Logf("go test against the operator with the bug (%v):\n%s", took.Round(time.Second), out)
+	if err == nil {
+		t.Fatalf("the generated test passed against the operator with seeded bug 04")
+	}
+	for _, want := range []string{"--- FAIL: " + test, "does not hold", rep.Signature, "is reflected by none of the fields the alarm names"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the failing run's output lacks %q", want)
+		}
+	}
+	out, err, took = goTest(clean)
+	t.Logf("go test against the clean operator (%v):\n%s", took.Round(time.Second), out)
+	if err != nil || !strings.Contains(out, "--- PASS: "+test) {
+		t.Fatalf("the generated test did not pass against the clean operator: %v", err)
+	}
+}
