@@ -138,7 +138,8 @@ func TestE2EGeneratedGoTest(t *testing.T) {
 	if err == nil {
 		t.Fatalf("the generated test passed against the operator with seeded bug 04")
 	}
-	for _, want := range []string{"--- FAIL: " + test, "does not hold", rep.Signature, "is reflected by none of the fields the alarm names"} {
+	for _, want := range []string{"--- FAIL: " + test, `the invariant "the state reflects the desired value in one of the fields the alarm names" does not hold`,
+		"is reflected by none of the fields the alarm names", "consistency alarm " + rep.Signature} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the failing run's output lacks %q", want)
 		}

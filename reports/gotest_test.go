@@ -790,5 +790,3 @@ func TestWriteGoTestPodKillGolden(t *testing.T) {
 		t.Errorf("generated test differs from %s (run with -update if intended):\n%s", podKillGolden, firstDiff(string(want), string(got)))
 	}
 }
-
-

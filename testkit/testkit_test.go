@@ -470,3 +470,34 @@ func TestCheckFieldTargets(t *testing.T) {
 		t.Errorf("violations %q\nwant [%q]", v, want)
 	}
 }
+
+func TestOptions(t *testing.T) {
+	t.Setenv("KUBECONFIG", "/env/kubeconfig")
+	t.Setenv("GAUNTLET_TARGET", "/env/target.yaml")
+	t.Setenv("GAUNTLET_OPERATOR_BINARY", "/env/operator")
+	t.Setenv("GAUNTLET_REPO", "/env/repo")
+	t.Setenv("GAUNTLET_NAMESPACE", "env-ns")
+	t.Setenv("GAUNTLET_E2E_LOG", "")
+	o := newOptions(nil)
+	if o.kubeconfig != "/env/kubeconfig" || o.target != "/env/target.yaml" || o.operatorBin != "/env/operator" || o.repo != "/env/repo" || o.namespace != "env-ns" || o.log == nil {
+		t.Errorf("from the environment: %+v", o)
+	}
+	o = newOptions([]Option{WithKubeconfig(""), WithTarget("valkey"), WithOperatorBinary("/opt/op"), WithRepo("/src"), WithNamespace("ns"),
+		WithStateRoot("/state"), WithImageMapping("/m.yaml"), WithNodes(1)})
+	if o.kubeconfig != "" || o.target != "valkey" || o.operatorBin != "/opt/op" || o.repo != "/src" || o.namespace != "ns" ||
+		o.stateRoot != "/state" || o.imageMapping != "/m.yaml" || o.nodes != 1 {
+		t.Errorf("options over the environment: %+v", o)
+	}
+	for spec, want := range map[string]bool{"valkey": true, "builtin:valkey": true, "/x/valkey.yaml": false, "": false} {
+		if isBuiltin(spec) != want {
+			t.Errorf("isBuiltin(%q) = %v", spec, !want)
+		}
+	}
+	if n := clusterName(); len(n) != 11 || !strings.HasPrefix(n, "gt-") {
+		t.Errorf("clusterName() = %q", n)
+	}
+	// This package's own source folder is in the Gauntlet repository.
+	if repo := findRepo(); repo == "" {
+		t.Error("findRepo found no repository")
+	}
+}
