@@ -493,7 +493,7 @@ func (r *runner) runWorker(ctx context.Context, e *env, w int, plan *inputgen.Pl
 			kind = model.StepRecreate
 		}
 		in := stepInput{worker: w, index: index, kind: kind, testCase: tc.ID, misop: tc.Label == inputgen.Misoperation,
-			changed: changedPaths(prevD, d), desired: d, prevDesired: prevD, prev: prevS, recreate: tc.Recreate,
+			cause: designedCause(tc), changed: changedPaths(prevD, d), desired: d, prevDesired: prevD, prev: prevS, recreate: tc.Recreate,
 			caseBase: caseBase, cursor: next, prevID: prevID}
 		alarm := false
 		if next.Case != cur.Case {
@@ -505,6 +505,9 @@ func (r *runner) runWorker(ctx context.Context, e *env, w int, plan *inputgen.Pl
 			return err
 		}
 		in.misop = rec.Misoperation
+		if rec.MisoperationReason != "" {
+			in.cause = rec.MisoperationReason
+		}
 		index++
 		prog.done.Add(1)
 		if rec.Alarm() || rec.Unconverged() {
@@ -534,7 +537,7 @@ func (r *runner) runWorker(ctx context.Context, e *env, w int, plan *inputgen.Pl
 		// Error-state recovery: roll back to D(i-1) and require S(i-1); the test case's remaining
 		// states are skipped.
 		skip := Cursor{Case: cur.Case + 1}
-		rb, rsnap, err := sess.run(ctx, stepInput{worker: w, index: index, kind: model.StepRollback, testCase: tc.ID, misop: in.misop,
+		rb, rsnap, err := sess.run(ctx, stepInput{worker: w, index: index, kind: model.StepRollback, testCase: tc.ID, misop: in.misop, cause: in.cause,
 			changed: changedPaths(d, prevD), desired: prevD, prevDesired: d, prev: snap, reference: prevS,
 			recreate: tc.Recreate, caseBase: caseBase, cursor: skip, prevID: rec.ID()})
 		if err != nil {
@@ -547,7 +550,7 @@ func (r *runner) runWorker(ctx context.Context, e *env, w int, plan *inputgen.Pl
 		if !jsonEqual(rb.Current, prevD) && !tc.Recreate {
 			// The API server refused to go back (a CEL transition rule, an immutable field):
 			// roll back by deleting and re-creating the CR with D(i-1).
-			rb, rsnap, err = sess.run(ctx, stepInput{worker: w, index: index, kind: model.StepRollback, testCase: tc.ID, misop: in.misop,
+			rb, rsnap, err = sess.run(ctx, stepInput{worker: w, index: index, kind: model.StepRollback, testCase: tc.ID, misop: in.misop, cause: in.cause,
 				changed: changedPaths(d, prevD), desired: prevD, prevDesired: d, prev: rsnap, reference: prevS,
 				recreate: true, caseBase: caseBase, cursor: skip, prevID: rb.ID()})
 			if err != nil {

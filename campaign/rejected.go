@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/gauntlet-dev/gauntlet/inputgen"
 	"github.com/gauntlet-dev/gauntlet/model"
 )
 
@@ -238,4 +239,22 @@ func unplaceable(prevD, d model.Object, changed []string, snap *model.Snapshot) 
 		}
 	}
 	return ""
+}
+
+// misopMarker separates a test case's description from the reason inputgen
+// labelled it a misoperation.
+const misopMarker = " — a misoperation: "
+
+// designedCause is the cause a misoperation test case is grouped under: the
+// reason inputgen gave (a dangling in-object reference, …), else its
+// generator and property, so the cases of one scenario share a group instead
+// of one group per test case. Empty for valid test cases.
+func designedCause(tc *inputgen.TestCase) string {
+	if tc.Label != inputgen.Misoperation {
+		return ""
+	}
+	if _, why, ok := strings.Cut(tc.Description, misopMarker); ok && why != "" {
+		return why
+	}
+	return fmt.Sprintf("%s on %s is a misoperation by design", tc.Generator, tc.Property)
 }

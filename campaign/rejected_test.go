@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gauntlet-dev/gauntlet/inputgen"
 	"github.com/gauntlet-dev/gauntlet/model"
 )
 
@@ -92,5 +93,23 @@ func TestUnplaceable(t *testing.T) {
 	}
 	if got := unplaceable(prevD, d, []string{"spec.scheduling"}, &model.Snapshot{}); got != "" {
 		t.Fatalf("nothing Pending: %q", got)
+	}
+}
+
+// TestDesignedCause: misoperation test cases of one scenario share a cause
+// (one group), inputgen's own reason wins, valid cases have none.
+func TestDesignedCause(t *testing.T) {
+	a := &inputgen.TestCase{ID: "spec.replicas#integer/boundary-max-1", Property: "spec.replicas", Generator: "integer/boundary-max", Label: inputgen.Misoperation}
+	b := &inputgen.TestCase{ID: "spec.replicas#integer/boundary-max-2", Property: "spec.replicas", Generator: "integer/boundary-max", Label: inputgen.Misoperation}
+	if designedCause(a) == "" || designedCause(a) != designedCause(b) {
+		t.Errorf("two cases of one scenario: causes %q and %q, want one", designedCause(a), designedCause(b))
+	}
+	ref := &inputgen.TestCase{Label: inputgen.Misoperation, Generator: "g", Property: "p",
+		Description: `set x — a misoperation: spec.exporter.resources.claims[0].name "x" names no resource claim of the pod`}
+	if got := designedCause(ref); got != `spec.exporter.resources.claims[0].name "x" names no resource claim of the pod` {
+		t.Errorf("inputgen's reason: got %q", got)
+	}
+	if got := designedCause(&inputgen.TestCase{Label: inputgen.Valid, Generator: "g"}); got != "" {
+		t.Errorf("a valid case has cause %q", got)
 	}
 }

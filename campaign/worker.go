@@ -211,6 +211,10 @@ type stepInput struct {
 	kind          model.StepKind
 	testCase      string
 	misop         bool
+	// cause says why the step is a misoperation when the harness finds no
+	// reason of its own (a test case labelled so by design, or the cause
+	// the step it rolls back had).
+	cause string
 	changed       []string
 	desired       model.Object
 	prevDesired   model.Object
@@ -351,6 +355,9 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 		}
 	}
 	cause := rec.MisoperationReason
+	if in.misop && cause == "" {
+		cause = in.cause
+	}
 	if in.misop && cause == "" {
 		cause = fmt.Sprintf("test case %s is labelled a misoperation", in.testCase)
 	}
