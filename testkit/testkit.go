@@ -188,9 +188,12 @@ const setupBudget = 6 * time.Minute
 // pods and workloads are ready — or, when they are not, once nothing changed
 // for 30 s (the health check then judges them) — within r.ConvergeTimeout.
 //
-// A reproducer that needs a fault other than a pod-kill is skipped with a
-// message naming it and `gauntlet reproduce`. A namespace and CR the test
-// created on a KUBECONFIG cluster are deleted afterwards.
+// On an embedded cluster the target's fixtures (objects its CRs refer to,
+// such as a password Secret) are created in the namespace, as a campaign
+// does; on a KUBECONFIG cluster they must exist already, and a namespace and
+// CR the test created are deleted afterwards. A failing test logs the tail of
+// the deployed operator's log. A reproducer that needs a fault other than a
+// pod-kill is skipped with a message naming it and `gauntlet reproduce`.
 func Run(tb testing.TB, r Reproducer, opts ...Option) {
 	tb.Helper()
 	o := newOptions(opts)
@@ -236,15 +239,15 @@ func Run(tb testing.TB, r Reproducer, opts ...Option) {
 	}
 	for i, desired := range r.Steps {
 		fresh, err := rp.step(ctx, i, desired, slices.Contains(r.Recreate, i), r.Faults[i])
-		if err != nil {
-			fatal(err)
-		}
 		if fresh != "" && rp.cleanup {
 			tb.Cleanup(func() {
 				if err := rp.deleteCR(context.WithoutCancel(ctx), fresh); err != nil {
 					tb.Errorf("testkit: %v", err)
 				}
 			})
+		}
+		if err != nil {
+			fatal(err)
 		}
 	}
 	violations, err := rp.check(ctx, a)
