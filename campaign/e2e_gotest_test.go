@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/campaign/bugs"
 	"github.com/gauntlet-dev/gauntlet/cluster/local"
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
+	"github.com/gauntlet-dev/gauntlet/model"
 	"github.com/gauntlet-dev/gauntlet/reports"
 	"github.com/gauntlet-dev/gauntlet/targets"
 )
@@ -148,5 +150,45 @@ func TestE2EGeneratedGoTest(t *testing.T) {
 	t.Logf("go test against the clean operator (%v):\n%s", took.Round(time.Second), out)
 	if err != nil || !strings.Contains(out, "--- PASS: "+test) {
 		t.Fatalf("the generated test did not pass against the clean operator: %v", err)
+	}
+}
+
+// TestGoTestReproducer: the seed comes first, so the reproducer's steps (and
+// their recreate and fault indexes) shift by one; faults the back end could
+// not inject are dropped; a fault of a fault step strikes the converged state,
+// any other is held while the step's desired state is declared; a target
+// file's path is made absolute.
+func TestGoTestReproducer(t *testing.T) {
+	d := func(n int) map[string]any {
+		return map[string]any{"metadata": map[string]any{"name": "vk"}, "spec": map[string]any{"replicas": n}}
+	}
+	g := &campaign.AlarmGroup{ID: 7, Findings: nil, Reproducer: &campaign.Reproducer{
+		Signature: "health-1", Oracle: "health", Summary: "pods crash", Target: "targets/my-operator.yaml", Seed: d(1),
+		Steps: []campaign.ReproStep{
+			{Kind: model.StepApply, Desired: d(2), Faults: []model.Fault{{Kind: "partition", Targets: []string{"replica ns/vk-1"}, Persistent: true}}},
+			{Kind: model.StepRecreate, Desired: d(3), Recreate: true},
+			{Kind: model.StepFault, Desired: d(3), Faults: []model.Fault{
+				{Kind: "pod-kill", Targets: []string{"primary ns/vk-0"}}, {Kind: "pod-failure", Targets: []string{"vk-2"}, Unsupported: "no"}}},
+		},
+	}}
+	rep, ok := campaign.GoTestReproducer(g, reports.CRDRef{Version: "v1", Kind: "ValkeyCluster"}, "results/alarms/7")
+	if !ok {
+		t.Fatal("no reproducer")
+	}
+	abs, _ := filepath.Abs("targets/my-operator.yaml")
+	want := map[int][]reports.ReproFault{
+		1: {{Kind: "partition", Pods: []string{"vk-1"}, Before: true}},
+		3: {{Kind: "pod-kill", Pods: []string{"vk-0"}}},
+	}
+	if rep.Name != "Gauntlet7" || rep.Package != "gauntlet_test" || rep.Target != abs || len(rep.Steps) != 4 ||
+		fmt.Sprint(rep.Recreate) != "[2]" || !reflect.DeepEqual(rep.Faults, want) || rep.ReplayDir != "results/alarms/7" {
+		t.Errorf("GoTestReproducer = %+v", rep)
+	}
+	if _, ok := campaign.GoTestReproducer(&campaign.AlarmGroup{ID: 1}, reports.CRDRef{}, ""); ok {
+		t.Error("a group without a reproducer gave one")
+	}
+	g.Reproducer.Target = "builtin:valkey"
+	if rep, _ := campaign.GoTestReproducer(g, reports.CRDRef{}, ""); rep.Target != "builtin:valkey" {
+		t.Errorf("built-in target became %q", rep.Target)
 	}
 }
