@@ -115,7 +115,8 @@ type options struct {
 }
 
 // WithKubeconfig replays on the cluster this kubeconfig names, where the
-// operator must already run (default $KUBECONFIG; unset: an embedded cluster).
+// operator must already run (default $KUBECONFIG). Empty, or KUBECONFIG
+// unset: an embedded cluster.
 func WithKubeconfig(path string) Option { return func(o *options) { o.kubeconfig = path } }
 
 // WithTarget deploys this target on the embedded cluster instead of the
