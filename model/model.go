@@ -258,9 +258,13 @@ type Member struct {
 	// Pod is the pod's name; Address is host:port the monitor dialled.
 	Pod     string `json:"pod"`
 	Address string `json:"address,omitempty"`
-	// Reachable is false when the monitor could not talk to it (Error says why).
+	// Reachable is false when the monitor could not talk to it (Error says
+	// why, Unreachable says what kind of why).
 	Reachable bool   `json:"reachable"`
 	Error     string `json:"error,omitempty"`
+	// Unreachable classifies why an unreachable member could not be read
+	// (UnreachableAuth, UnreachableNoAddress, UnreachableError).
+	Unreachable string `json:"unreachable,omitempty"`
 	// Role is "primary" or "replica" (empty when unknown).
 	Role string `json:"role,omitempty"`
 	// Follows is the address (host:port, as the server reports it) a replica replicates from.
@@ -276,6 +280,19 @@ type Member struct {
 	// Config holds the effective value of each configuration key the desired state declares.
 	Config map[string]string `json:"config,omitempty"`
 }
+
+// Why a monitor could not read a member (Member.Unreachable).
+const (
+	// UnreachableAuth: the server refused the monitor's credentials (a
+	// password switch may be under way); the reading says nothing about
+	// whether the server serves its clients.
+	UnreachableAuth = "auth"
+	// UnreachableNoAddress: the pod has no address yet, or has terminated.
+	UnreachableNoAddress = "no-address"
+	// UnreachableError: anything else (refused, timed out, reset, no
+	// credentials to try).
+	UnreachableError = "error"
+)
 
 // SystemSample is one reading of a replicated system's internal state: every
 // member, and which pods the clients' Service selects.

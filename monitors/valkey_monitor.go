@@ -151,12 +151,12 @@ func (m *ValkeyMonitor) Sample(ctx context.Context, env Env) (*model.SystemSampl
 		mem.Pod = pod.Name
 		mem.Labels = copyLabels(pod.Labels)
 		if reason := unreachablePod(pod); reason != "" {
-			mem.Error = reason
+			mem.Error, mem.Unreachable = reason, model.UnreachableNoAddress
 			continue
 		}
 		mem.Address = hostPort(pod.Status.PodIP, m.opts.Port)
 		if secErr != nil {
-			mem.Error = secErr.Error()
+			mem.Error, mem.Unreachable = secErr.Error(), model.UnreachableError
 			continue
 		}
 		keep[mem.Address] = true
@@ -178,7 +178,7 @@ func (m *ValkeyMonitor) readMember(ctx context.Context, pool *valkeyconn.Pool, m
 	defer cancel()
 	c, err := pool.GetContext(ctx, mem.Address, sec)
 	if err != nil {
-		mem.Error = err.Error()
+		mem.Error, mem.Unreachable = err.Error(), valkeyconn.Unreachable(err)
 		return
 	}
 	valkeyconn.Probe(ctx, c, configKeys, mem)

@@ -194,6 +194,10 @@ func TestValkeyMonitorAuth(t *testing.T) {
 			if got.Reachable || !strings.Contains(got.Error, tc.wantErr) {
 				t.Fatalf("member %+v, want unreachable with an error containing %q", got, tc.wantErr)
 			}
+			// Roll safety tells a locked-out monitor by this field alone.
+			if wantAuth := tc.name == "wrong password"; (got.Unreachable == model.UnreachableAuth) != wantAuth || got.Unreachable == "" {
+				t.Fatalf("member unreachable %q, want auth: %v", got.Unreachable, wantAuth)
+			}
 		})
 	}
 }

@@ -38,10 +38,9 @@ func inSync(m model.Member) bool {
 }
 
 // monitorLockedOut: the monitor could not authenticate (a password switch is
-// under way): the reading says nothing about whether the server serves. The
-// text is the one of the Valkey monitor's valkeyconn.ErrAuth.
+// under way): the reading says nothing about whether the server serves.
 func monitorLockedOut(m model.Member) bool {
-	return !m.Reachable && strings.Contains(m.Error, "authentication failed")
+	return !m.Reachable && m.Unreachable == model.UnreachableAuth
 }
 
 // Check judges t's readings.

@@ -24,6 +24,7 @@ func TestRollSafety(t *testing.T) {
 	lockedOut := reading(mem("v-0", "", false), mem("v-1", "", false), mem("v-2", "", false))
 	for i := range lockedOut.Members {
 		lockedOut.Members[i].Error = "authentication failed: the password from spec.auth.passwordSecret does not match the server's"
+		lockedOut.Members[i].Unreachable = model.UnreachableAuth
 	}
 	joined := reading(mem("v-0", "primary", true), mem("v-1", "replica", true), mem("v-2", "", false), mem("v-3", "", false), mem("v-4", "", false))
 	cases := []struct {

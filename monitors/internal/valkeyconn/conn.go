@@ -5,6 +5,8 @@
 package valkeyconn
 
 import (
+	"github.com/gauntlet-dev/gauntlet/model"
+
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -320,6 +322,15 @@ func IsAuthError(err error) bool {
 	s := err.Error()
 	return strings.Contains(s, "WRONGPASS") || strings.Contains(s, "NOAUTH") ||
 		strings.Contains(s, "invalid password") || strings.Contains(s, "without any password configured")
+}
+
+// Unreachable classifies an error that kept a member from being read
+// (model.Member.Unreachable).
+func Unreachable(err error) string {
+	if IsAuthError(err) {
+		return model.UnreachableAuth
+	}
+	return model.UnreachableError
 }
 
 // Describe wraps authentication failures with ErrAuth so the cause is named; other

@@ -33,6 +33,7 @@ func Probe(ctx context.Context, c vk.Client, configKeys []string, m *model.Membe
 	if err != nil {
 		m.Reachable = false
 		m.Error = Describe(fmt.Errorf("ROLE: %w", err)).Error()
+		m.Unreachable = Unreachable(err)
 		return
 	}
 	m.Reachable = true
