@@ -147,21 +147,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if plan, err = inputgen.ReadPlanFile(filepath.Join(dir, "plan.json")); err != nil {
 			return nil, fmt.Errorf("resume: %w", err)
 		}
-		cfg.Seed, cfg.Workers = start.Seed, start.Workers
+		if !cfg.Shard.IsZero() && cfg.Shard != start.shard() {
+			return nil, fmt.Errorf("resume %s: %w", dir, shardMismatch(cfg.Shard, start.shard()))
+		}
+		cfg.Seed, cfg.Workers, cfg.Shard = start.Seed, start.Workers, start.shard()
 		if cfg.Faults == nil && start.Faults != nil {
 			cfg.Faults = start.Faults.withDefaults()
 		}
 	} else {
-		if plan, err = Plan(ctx, cfg.Target, cfg.Seed); err != nil {
+		var cases []*inputgen.TestCase
+		if plan, cases, err = SelectCases(ctx, cfg); err != nil {
 			return nil, err
-		}
-		ordered, err := orderCases(plan.TestCases, cfg.Order, cfg.Seed)
-		if err != nil {
-			return nil, err
-		}
-		cases := selectCases(ordered, cfg.Target, cfg.MaxSteps, cfg.CaseFilter)
-		if len(cases) == 0 {
-			return nil, fmt.Errorf("campaign: the plan has no test case for properties %v: check the target's properties", cfg.Target.Properties)
 		}
 		if cfg.Workers > len(cases) {
 			cfg.Workers = len(cases)
@@ -172,6 +168,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		start = &StartRecord{Target: cfg.Target.Source, Seed: cfg.Seed, Workers: cfg.Workers, MaxSteps: cfg.MaxSteps, GoTests: cfg.GoTests,
 			Properties: cfg.Target.Properties, Assignments: Partition(cases, cfg.Workers), Planned: planned, Faults: cfg.Faults}
+		if !cfg.Shard.IsZero() {
+			sh := cfg.Shard
+			start.Shard = &sh
+		}
 		f, err := os.Create(filepath.Join(dir, "plan.json"))
 		if err != nil {
 			return nil, fmt.Errorf("write plan: %w", err)
@@ -200,7 +200,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			r.masks = rec.Masks
 		}
 	}
-	res := &Result{Dir: dir, Target: cfg.Target.Name, Seed: cfg.Seed, Workers: cfg.Workers, Started: began.UTC(), Planned: start.Planned, Budget: cfg.Budget}
+	res := &Result{Dir: dir, Target: cfg.Target.Name, Seed: cfg.Seed, Workers: cfg.Workers, Started: began.UTC(), Planned: start.Planned, Budget: cfg.Budget,
+		Shard: start.Shard}
 
 	// Clusters: one per worker (or one shared), torn down at the end.
 	envs, setup, err := r.startEnvs(ctx, cfg.Workers, runTag(dir, len(recs)))

@@ -36,8 +36,14 @@ type Config struct {
 	Seed int64
 	// OutDir is the results folder (default "gauntlet-results").
 	OutDir string
-	// MaxSteps bounds the planned desired-state steps (0: the whole plan).
+	// MaxSteps bounds the planned desired-state steps (0: the whole plan). With
+	// a Shard it bounds the whole ordered plan before it is sliced: the shards
+	// together run what one unsharded campaign would.
 	MaxSteps int
+	// Shard runs one slice of the plan, for campaigns spread over machines
+	// (see Shard; SelectCases lists it). The zero value runs the whole plan. It
+	// is journalled: a resume keeps it and refuses another.
+	Shard Shard
 	// Order is the order test cases run in: OrderBreadth (default: a seeded
 	// round-robin over properties, operation-heavy ones first) or OrderPlan.
 	Order string
@@ -156,6 +162,8 @@ type Result struct {
 	Stopped string `json:"stopped,omitempty"`
 	// Budget is Config.Budget, when one was set.
 	Budget time.Duration `json:"budget,omitempty"`
+	// Shard is the slice of the plan the campaign ran (nil: the whole plan).
+	Shard *Shard `json:"shard,omitempty"`
 }
 
 // Why a campaign stopped early (Result.Stopped).

@@ -55,6 +55,17 @@ type StartRecord struct {
 	Planned     int        `json:"planned"`
 	// Faults are the fault options the campaign started with (a resume uses them again).
 	Faults *FaultOptions `json:"faults,omitempty"`
+	// Shard is the slice of the plan the campaign runs (nil: the whole plan);
+	// Assignments hold only its cases.
+	Shard *Shard `json:"shard,omitempty"`
+}
+
+// shard is the recorded shard (the zero value for the whole plan).
+func (s *StartRecord) shard() Shard {
+	if s.Shard == nil {
+		return Shard{}
+	}
+	return *s.Shard
 }
 
 // Cursor is a worker's position in its assignment after a step: the next

@@ -35,6 +35,7 @@ func WriteReports(dir string, res *Result, oracleNames []string, goTests bool) e
 		Findings:     res.Findings,
 		Stopped:      res.Stopped,
 		Budget:       res.Budget,
+		Shard:        res.Shard.report(),
 	}
 	desired := map[string]model.Object{}
 	for _, s := range res.Steps {

@@ -169,6 +169,15 @@ func buildJUnit(s Summary) junitTestsuites {
 		{Name: "gauntlet.stepsPlanned", Value: strconv.Itoa(s.StepsPlanned)},
 		{Name: "gauntlet.stepsDone", Value: strconv.Itoa(s.StepsDone)},
 	}
+	if s.Shard != nil {
+		props = append(props, junitProperty{Name: "gauntlet.shard", Value: s.Shard.String()})
+	}
+	if m := s.Merged; m != nil {
+		props = append(props, junitProperty{Name: "gauntlet.shards", Value: shardList(m.Present) + " of " + strconv.Itoa(m.Count)})
+		if len(m.Missing) > 0 {
+			props = append(props, junitProperty{Name: "gauntlet.shardsMissing", Value: shardList(m.Missing)})
+		}
+	}
 	doc := junitTestsuites{Name: "gauntlet " + s.Target}
 	// The document's time is the campaign's wall-clock time when known, else
 	// the sum of the steps' convergence times.
@@ -229,6 +238,15 @@ func buildJUnit(s Summary) junitTestsuites {
 		doc.Time = seconds(s.Finished.Sub(s.Started))
 	}
 	return doc
+}
+
+// shardList formats shard numbers as "1,2,3".
+func shardList(ks []int) string {
+	parts := make([]string, len(ks))
+	for i, k := range ks {
+		parts[i] = strconv.Itoa(k)
+	}
+	return strings.Join(parts, ",")
 }
 
 // xmlText is element content written as escaped by escapeXMLText.

@@ -45,7 +45,9 @@ type Summary struct {
 	Started  time.Time `json:"started"`
 	Finished time.Time `json:"finished,omitzero"`
 	Workers  int       `json:"workers"`
-	// StepsPlanned and StepsDone count transitions (every kind of step).
+	// StepsPlanned counts the desired-state steps planned (apply and recreate);
+	// StepsDone counts the transitions judged (every kind of step: seeds,
+	// rollbacks, faults and differential re-runs too).
 	StepsPlanned int `json:"stepsPlanned"`
 	StepsDone    int `json:"stepsDone"`
 	// Partial is set when the campaign stopped before its plan was done, for
@@ -54,6 +56,12 @@ type Summary struct {
 	Partial    bool   `json:"partial,omitempty"`
 	StopReason string `json:"stopReason,omitempty"`
 	Budget     string `json:"budget,omitempty"`
+	// Shard is the slice of the plan a sharded campaign ran (absent: the whole
+	// plan); Merged is set instead on a summary Merge joined from shards. Both
+	// are optional additions to format 2: an unsharded campaign's summary is
+	// unchanged.
+	Shard  *Shard  `json:"shard,omitempty"`
+	Merged *Merged `json:"merged,omitempty"`
 	// Oracles has one entry per oracle that ran, sorted by name, including those
 	// that found nothing.
 	Oracles []OracleCount `json:"oracles"`
@@ -425,6 +433,8 @@ type BuildInput struct {
 	// "signal"); Budget is its time limit, if any.
 	Stopped string
 	Budget  time.Duration
+	// Shard is the slice of the plan the campaign ran (nil: the whole plan).
+	Shard *Shard
 }
 
 // Build derives a Summary: counts per oracle, alarm and misoperation groups,
@@ -443,6 +453,10 @@ func Build(in BuildInput) Summary {
 		StepsDone:    len(in.Steps),
 		Partial:      in.Stopped != "",
 		StopReason:   in.Stopped,
+	}
+	if in.Shard != nil {
+		sh := *in.Shard
+		s.Shard = &sh
 	}
 	if in.Budget > 0 {
 		s.Budget = in.Budget.String()

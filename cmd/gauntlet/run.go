@@ -86,15 +86,21 @@ func newRunCmd(g *globals) *cobra.Command {
 		faultKinds                     []string
 		faultEvery                     int
 		faultHold, minBudget, budget   time.Duration
-		fromSeed                       bool
+		fromSeed, dryRun               bool
+		shard                          string
 	)
 	cmd := &cobra.Command{
-		Use:   "run --target valkey|FILE [--workers N] [--seed N] [--out DIR] [--max-steps N] | --resume DIR",
+		Use:   "run --target valkey|FILE [--workers N] [--seed N] [--out DIR] [--max-steps N] [--shard K/N] [--dry-run] | --resume DIR",
 		Short: "Run a campaign of desired-state transitions against an operator",
 		Long: `run plans test cases from the target's CRD, runs them on N workers (each its own
 embedded cluster), judges every transition with the oracles, and writes a results
 folder (plan, journal, per-step state, alarms with reproducers, summary).
-A campaign killed at any point continues with --resume DIR.`,
+A campaign killed at any point continues with --resume DIR.
+
+--shard K/N runs the K-th of N disjoint slices of the campaign (1-based; env/N
+takes K from a Kubernetes Indexed Job's $JOB_COMPLETION_INDEX + 1), so N machines
+share it; gauntlet merge joins their results folders. --dry-run prints the test
+cases a run would execute, in order, without starting a cluster.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg := campaign.Config{Workers: workers, Seed: seed, OutDir: out, MaxSteps: maxSteps, GoTests: goTests,
@@ -102,12 +108,19 @@ A campaign killed at any point continues with --resume DIR.`,
 			cfg.Converge.Quiet, cfg.Converge.Timeout, cfg.Converge.Stuck = quietWin, timeout, stuckWin
 			cfg.MinimizeBudget, cfg.DifferentialFromSeed, cfg.Budget = minBudget, fromSeed, budget
 			cfg.MinimizeMisoperations, cfg.Order = minMisop, order
+			var err error
+			if cfg.Shard, err = campaign.ParseShard(shard, os.Getenv); err != nil {
+				return fmt.Errorf("--shard: %w", err)
+			}
 			kinds, on, err := campaign.ParseFaultKinds(faultKinds)
 			if err != nil {
 				return fmt.Errorf("--faults: %w", err)
 			}
 			if on {
 				cfg.Faults = &campaign.FaultOptions{Kinds: kinds, Every: faultEvery, Hold: faultHold}
+			}
+			if resume != "" && dryRun {
+				return errors.New("run: --dry-run plans a new campaign; a resumed one runs what its journal recorded")
 			}
 			if resume != "" {
 				recs, _, err := campaign.ReadJournal(filepath.Join(resume, "journal.jsonl"))
@@ -141,6 +154,13 @@ A campaign killed at any point continues with --resume DIR.`,
 					return err
 				}
 				cfg.Target, cfg.Provider = t, p
+				if dryRun {
+					_, cases, err := campaign.SelectCases(cmd.Context(), cfg)
+					if err != nil {
+						return err
+					}
+					return printCases(cmd.OutOrStdout(), cfg, cases)
+				}
 			}
 			res, err := campaign.Run(cmd.Context(), cfg)
 			if err != nil {
@@ -164,6 +184,8 @@ A campaign killed at any point continues with --resume DIR.`,
 	f.IntVar(&maxSteps, "max-steps", 0, "bound the planned steps (0: the whole plan)")
 	f.StringVar(&order, "order", campaign.OrderBreadth, "test-case order: breadth (a seeded round-robin over properties, operation-heavy first) or plan (the plan's alphabetical order)")
 	f.DurationVar(&budget, "budget", 0, "wall-clock limit: no step starts that would overrun it (with time kept for the reports); the run ends partial, with its reports, and --resume continues it (SIGINT/SIGTERM do the same)")
+	f.StringVar(&shard, "shard", "", "run shard K of N of the campaign (K/N, 1-based; env/N: K = $JOB_COMPLETION_INDEX+1 in a Kubernetes Indexed Job); gauntlet merge joins the shards' results")
+	f.BoolVar(&dryRun, "dry-run", false, "print the test cases the run (or its --shard) would execute, in order, and start nothing")
 	f.StringVar(&resume, "resume", "", "continue the campaign recorded in DIR")
 	f.BoolVar(&goTests, "go-tests", false, "emit a Go regression test per alarm group")
 	f.BoolVar(&shared, "shared-cluster", false, "run every worker in a namespace of one cluster")
