@@ -3,6 +3,7 @@ package campaign
 import (
 	"fmt"
 	"regexp"
+	"sort"
 	"strings"
 
 	"github.com/gauntlet-dev/gauntlet/inputgen"
@@ -239,6 +240,64 @@ func unplaceable(prevD, d model.Object, changed []string, snap *model.Snapshot) 
 		}
 	}
 	return ""
+}
+
+// pullFailures are the waiting reasons of a container whose image cannot be had.
+var pullFailures = map[string]bool{"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true}
+
+// unpullable says why a desired state is a misoperation when it names an
+// image that cannot be pulled: a string the step changed is the image of a
+// container that waits in ErrImagePull, ImagePullBackOff or InvalidImageName.
+// Empty when that is not the case.
+func unpullable(d model.Object, changed []string, snap *model.Snapshot) string {
+	if snap == nil {
+		return ""
+	}
+	named := map[string]bool{}
+	for _, p := range changed {
+		v, _ := valueAt(d, p)
+		for _, n := range leafNeedles(p, v) {
+			named[n] = true
+		}
+	}
+	for _, key := range sortedKeys(snap.Objects) {
+		o := snap.Objects[key]
+		if o["kind"] != "Pod" {
+			continue
+		}
+		images := map[string]string{}
+		for _, list := range []string{"containers", "initContainers"} {
+			cs, _ := get(o, "spec", list).([]any)
+			for _, c := range cs {
+				m, _ := c.(map[string]any)
+				name, _ := m["name"].(string)
+				images[name], _ = m["image"].(string)
+			}
+		}
+		for _, list := range []string{"containerStatuses", "initContainerStatuses"} {
+			ss, _ := get(o, "status", list).([]any)
+			for _, st := range ss {
+				m, _ := st.(map[string]any)
+				name, _ := m["name"].(string)
+				reason, _ := get(m, "state", "waiting", "reason").(string)
+				if img := images[name]; pullFailures[reason] && named[img] {
+					pod, _ := get(o, "metadata", "name").(string)
+					return fmt.Sprintf("image %q cannot be pulled: container %s of pod %s waits in %s", img, name, pod, reason)
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // misopMarker separates a test case's description from the reason inputgen

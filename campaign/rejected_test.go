@@ -96,6 +96,22 @@ func TestUnplaceable(t *testing.T) {
 	}
 }
 
+// TestUnpullable: a changed image that a container then waits to pull is a
+// misoperation; a pull failure of an image the step did not name is not.
+func TestUnpullable(t *testing.T) {
+	snap := &model.Snapshot{Objects: map[string]model.Object{"/v1/Pod/ns/cache-2": {"kind": "Pod", "metadata": map[string]any{"name": "cache-2"},
+		"spec": map[string]any{"containers": []any{map[string]any{"name": "valkey", "image": "gauntlet-x1y2z"}}},
+		"status": map[string]any{"containerStatuses": []any{map[string]any{"name": "valkey",
+			"state": map[string]any{"waiting": map[string]any{"reason": "ImagePullBackOff"}}}}}}}}
+	d := model.Object{"spec": map[string]any{"image": "gauntlet-x1y2z"}}
+	if got := unpullable(d, []string{"spec.image"}, snap); !strings.Contains(got, "gauntlet-x1y2z") || !strings.Contains(got, "cache-2") {
+		t.Fatalf("an image nobody serves: %q", got)
+	}
+	if got := unpullable(model.Object{"spec": map[string]any{"replicas": int64(4)}}, []string{"spec.replicas"}, snap); got != "" {
+		t.Fatalf("a scale-up beside a pull failure it did not cause: %q", got)
+	}
+}
+
 // TestDesignedCause: misoperation test cases of one scenario share a cause
 // (one group), inputgen's own reason wins, valid cases have none.
 func TestDesignedCause(t *testing.T) {

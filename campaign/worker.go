@@ -349,6 +349,9 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 		if why == "" {
 			why = unplaceable(in.prevDesired, in.desired, in.changed, snap)
 		}
+		if why == "" {
+			why = unpullable(in.desired, in.changed, snap)
+		}
 		if why != "" {
 			in.misop = true
 			rec.Misoperation, rec.MisoperationReason = true, why

@@ -366,7 +366,7 @@ func TestE2ELogsExecSimulated(t *testing.T) {
 	}
 	sim := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "ghost", Namespace: ns},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/nothing-maps-this:1.0"}}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "oliver006/redis_exporter:v1.67.0"}}},
 	}
 	if _, err := c.Client().CoreV1().Pods(ns).Create(ctx, sim, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -33,6 +33,8 @@ const valkeyInstall = "install Valkey or Redis on the host: apt-get install redi
 //   - the bundled operator's image (ghcr.io/gauntlet-dev/valkey-operator and
 //     gauntlet/valkey-operator): opts.OperatorBinary, run as 65532:65532 like
 //     its distroless base image, also standing for /manager and /valkey-operator;
+//   - oliver006/redis_exporter (the bundled operator's metrics sidecar):
+//     simulated;
 //   - busybox and alpine: the host's shell and tools, looked up by name.
 func DefaultRules(opts Options) []Rule {
 	bin := opts.OperatorBinary
@@ -78,6 +80,13 @@ func DefaultRules(opts Options) []Rule {
 			},
 			User:    "65532:65532",
 			Install: "build the bundled operator with `make build` (the cluster must be given its path)",
+		},
+		{
+			// The bundled operator's metrics sidecar: nothing the harness
+			// judges reads it, so it is simulated on purpose.
+			Name:     "redis-exporter",
+			Images:   []string{"oliver006/redis_exporter", "oliver006/redis_exporter:*", "oliver006/redis_exporter@*"},
+			Simulate: true,
 		},
 		{
 			Name:   "busybox",

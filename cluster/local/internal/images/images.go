@@ -6,8 +6,10 @@
 // arguments (ENTRYPOINT and CMD), environment, working directory and user, and
 // which host programs stand for the programs the image would contain (for
 // example valkey-server, or redis-server where Valkey is not installed). An
-// image that no rule matches is simulated: its containers report Running and
-// Ready without any process.
+// image that no rule matches cannot be pulled (ErrUnmapped), as on a node
+// without registry access: its containers wait in ImagePullBackOff. A rule
+// with Simulate makes its images' containers report Running and Ready without
+// any process, on purpose.
 package images
 
 import (
@@ -24,6 +26,10 @@ import (
 // ErrNotInstalled is returned by Resolve when a rule matches the image but none
 // of the host programs that stand for the container's program is installed.
 var ErrNotInstalled = errors.New("no host program for the container's program is installed")
+
+// ErrUnmapped is returned by Resolve for an image that no rule matches: the
+// embedded cluster reaches no registry, so the image cannot be pulled.
+var ErrUnmapped = errors.New("no image mapping rule matches the image, and the embedded cluster pulls from no registry")
 
 // ErrNoCommand is returned by Resolve when neither the container nor the
 // matching rule says what to run.
@@ -227,8 +233,8 @@ type Alias struct {
 type Resolution struct {
 	// Simulated means no process runs; Message says why.
 	Simulated bool
-	// Message explains a simulated container: "simulated: no local command
-	// mapped for image X" or "simulated: the mapping rule R says so".
+	// Message explains a simulated container: "simulated: mapping rule R
+	// simulates image X".
 	Message string
 	// Rule names the rule that matched; empty when none did.
 	Rule string
@@ -267,13 +273,14 @@ func (m *Mapping) Match(image string) (Rule, bool) {
 // Resolve returns what runs for a container of image with the given command
 // and args (the container spec's fields, Kubernetes semantics: command replaces
 // the entrypoint, args replace the default arguments). $(VAR) references must
-// already be expanded. An image that no rule matches is simulated. A rule that
+// already be expanded. An image that no rule matches is an error wrapping
+// ErrUnmapped that says how to map or simulate it. A rule that
 // matches but whose program is installed nowhere is an error that wraps
 // ErrNotInstalled and says what to install.
 func (m *Mapping) Resolve(image string, command, args []string) (Resolution, error) {
 	r, ok := m.Match(image)
 	if !ok {
-		return Resolution{Simulated: true, Message: fmt.Sprintf("simulated: no local command mapped for image %s", image)}, nil
+		return Resolution{}, fmt.Errorf("images: image %s: %w: map it to a local command with a rule of the image mapping (--image-mapping, a target's imageMapping), or add a rule with \"simulate: true\" for an image whose containers need not run", image, ErrUnmapped)
 	}
 	res := Resolution{Rule: r.label(), WorkingDir: r.WorkingDir}
 	if r.Simulate {

@@ -119,7 +119,9 @@ func TestResolveDefaults(t *testing.T) {
 			command: []string{"sh", "-c", "valkey-server --port 1"}, wantArgv: []string{"@dir/sh", "-c", "valkey-server --port 1"}},
 		{name: "nothing installed names the package", search: none, image: "valkey/valkey:8.0",
 			wantErr: ErrNotInstalled, wantErrText: "apt-get install redis-server"},
-		{name: "unknown image is simulated", search: redisOnly, image: "quay.io/prometheus/prometheus:v2",
+		{name: "unknown image cannot be pulled", search: redisOnly, image: "quay.io/prometheus/prometheus:v2",
+			wantErr: ErrUnmapped, wantErrText: "simulate: true"},
+		{name: "the exporter sidecar is simulated on purpose", search: redisOnly, image: "oliver006/redis_exporter:v1.67.0",
 			wantSimulated: true},
 		{name: "busybox uses the host shell", search: redisOnly, image: "busybox:1.36",
 			wantArgv: []string{"@dir/sh"}},
@@ -156,7 +158,7 @@ func TestResolveDefaults(t *testing.T) {
 				t.Fatalf("Simulated = %v, want %v (%+v)", res.Simulated, tt.wantSimulated, res)
 			}
 			if tt.wantSimulated {
-				if want := "simulated: no local command mapped for image " + tt.image; res.Message != want {
+				if want := "simulated: mapping rule \"redis-exporter\" simulates image " + tt.image; res.Message != want {
 					t.Fatalf("Message = %q, want %q", res.Message, want)
 				}
 				return

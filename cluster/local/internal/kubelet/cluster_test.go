@@ -568,7 +568,7 @@ func TestSimulatedPod(t *testing.T) {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "sim", Namespace: ns},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{
-			{Name: "prom", Image: "quay.io/prometheus/prometheus:v2.53.0"},
+			{Name: "prom", Image: "oliver006/redis_exporter:v1.67.0"},
 			{Name: "shell", Image: "busybox", Command: []string{"sleep", "1000"}},
 		}},
 	}
@@ -578,7 +578,7 @@ func TestSimulatedPod(t *testing.T) {
 		return podReady(p) && p.Status.Phase == corev1.PodRunning, podSummary(p)
 	})
 	p := c.getPod(t, ns, "sim")
-	if want := "simulated: no local command mapped for image quay.io/prometheus/prometheus:v2.53.0"; p.Status.Message != want {
+	if want := `simulated: mapping rule "redis-exporter" simulates image oliver006/redis_exporter:v1.67.0`; p.Status.Message != want {
 		t.Errorf("message = %q, want %q", p.Status.Message, want)
 	}
 	if _, _, err := c.exec(context.Background(), ns, "sim", "prom", "true"); err == nil || !strings.Contains(err.Error(), "simulated") {
@@ -587,6 +587,40 @@ func TestSimulatedPod(t *testing.T) {
 	if err := c.node.CrashContainer(context.Background(), ns, "sim", "prom"); !errors.Is(err, ErrSimulated) {
 		t.Errorf("CrashContainer on a simulated container: %v", err)
 	}
+}
+
+// TestUnmappedImageCannotBePulled: an image no rule maps is one no registry
+// serves: the container waits in ErrImagePull / ImagePullBackOff (never
+// Running and Ready without a process), and an image change to a mapped one
+// starts it at once.
+func TestUnmappedImageCannotBePulled(t *testing.T) {
+	c := clusterOrSkip(t)
+	ns := c.namespace(t)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "nopull", Namespace: ns},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{
+			{Name: "app", Image: "registry.example.com/nothing-maps-this:1.0", Command: []string{"sleep", "1000"}},
+		}},
+	}
+	c.createPod(t, pod)
+	waitFor(t, 20*time.Second, "ImagePullBackOff", func() (bool, string) {
+		p := c.getPod(t, ns, "nopull")
+		for _, cs := range p.Status.ContainerStatuses {
+			if w := cs.State.Waiting; w != nil && w.Reason == "ImagePullBackOff" && strings.Contains(w.Message, "simulate: true") {
+				return p.Status.Phase == corev1.PodPending && !podReady(p), podSummary(p)
+			}
+		}
+		return false, podSummary(p)
+	})
+	p := c.getPod(t, ns, "nopull")
+	p.Spec.Containers[0].Image = "busybox"
+	if _, err := c.admin.CoreV1().Pods(ns).Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "running after the image change", func() (bool, string) {
+		p := c.getPod(t, ns, "nopull")
+		return podReady(p) && p.Status.Phase == corev1.PodRunning, podSummary(p)
+	})
 }
 
 func TestLivenessRestartAndPreviousLogs(t *testing.T) {

@@ -714,6 +714,30 @@ func (w *podWorker) supervise(c *ctrRun) bool {
 		default:
 		}
 		prep, err := w.prepare(c)
+		if err != nil && errors.Is(err, images.ErrUnmapped) {
+			// An image nothing maps is one no registry serves: ErrImagePull,
+			// then ImagePullBackOff while the kubelet waits to try again.
+			w.mu.Lock()
+			image := c.spec.Image
+			w.mu.Unlock()
+			w.setWaiting(c, reasonErrImagePull, err.Error())
+			w.eventCtr(c, corev1.EventTypeWarning, "Failed", fmt.Sprintf("Failed to pull image %q: %v", image, err))
+			delay := imgDelay
+			imgDelay = min(2*imgDelay, imageRetryMax)
+			first, t0 := min(delay, 2*time.Second), time.Now()
+			if !sleepOrStop(first, stop, c.recreate) {
+				return false
+			}
+			if time.Since(t0) < first {
+				imgDelay = imageRetryMin
+				continue // the image changed: pull the new one now
+			}
+			w.setWaiting(c, reasonImagePullBackOff, fmt.Sprintf("Back-off pulling image %q: %v", image, err))
+			if !sleepOrStop(delay-first, stop, c.recreate) {
+				return false
+			}
+			continue
+		}
 		if err != nil {
 			reason, delay := reasonConfigError, cfgDelay
 			if errors.Is(err, images.ErrNotInstalled) || errors.Is(err, images.ErrNoCommand) {

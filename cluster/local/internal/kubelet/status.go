@@ -26,6 +26,8 @@ const (
 	reasonCrashLoopBackOff   = "CrashLoopBackOff"
 	reasonConfigError        = "CreateContainerConfigError"
 	reasonImageMappingFailed = "ImageMappingFailed"
+	reasonErrImagePull       = "ErrImagePull"
+	reasonImagePullBackOff   = "ImagePullBackOff"
 	reasonStartError         = "StartError"
 	reasonStatusUnknown      = "ContainerStatusUnknown"
 	reasonDeadlineExceeded   = "DeadlineExceeded"
