@@ -339,13 +339,7 @@ func (s *session) pickPod(ctx context.Context, p FaultPlan, d model.Object) (str
 
 // wait blocks until the session's namespace converges after start.
 func (s *session) wait(ctx context.Context, start time.Time) (time.Time, []string, error) {
-	opts := s.r.cfg.Converge
-	if s.misop {
-		// A misoperation is not expected to converge: what it does shows
-		// within the misoperation timeout.
-		opts = opts.withDefaults()
-		opts.Timeout = min(opts.Timeout, s.r.cfg.MisoperationTimeout)
-	}
+	opts := s.convergeOptions()
 	at, notReady, err := waitConverged(ctx, opts, s.watch.q, start, func() (map[string]model.Object, string) {
 		objs := s.watch.objects()
 		if _, ok := num(get(objs[s.crKey], "status", "observedGeneration")); ok {
@@ -354,6 +348,17 @@ func (s *session) wait(ctx context.Context, start time.Time) (time.Time, []strin
 		return objs, s.crKey
 	}, s.r.publishesGen.Load())
 	return at, notReady, err
+}
+
+// convergeOptions are the convergence options of the step under way: a
+// misoperation is not expected to converge, and what it does shows within the
+// misoperation timeout.
+func (s *session) convergeOptions() ConvergeOptions {
+	opts := s.r.cfg.Converge.withDefaults()
+	if s.misop {
+		opts.Timeout = min(opts.Timeout, s.r.cfg.MisoperationTimeout)
+	}
+	return opts
 }
 
 // sleep waits d or until ctx ends.

@@ -273,7 +273,7 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 		findings = append(findings, model.Finding{
 			Oracle: "convergence", Severity: model.SeverityError,
 			Signature: model.Signature("convergence", "timeout"),
-			Summary:   fmt.Sprintf("the system did not converge within %s", s.r.cfg.Converge.Timeout),
+			Summary:   fmt.Sprintf("the system did not converge within %s", s.convergeOptions().Timeout),
 			Evidence:  evidenceLines(notReady),
 		})
 	case errors.Is(err, ErrStuck):
@@ -282,7 +282,7 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 		findings = append(findings, model.Finding{
 			Oracle: "stuck", Severity: model.SeverityError,
 			Signature: model.Signature("stuck", string(in.kind)),
-			Summary:   fmt.Sprintf("the step made no progress towards readiness for %s and ended early (the hard timeout is %s)", s.r.cfg.Converge.Stuck, s.r.cfg.Converge.Timeout),
+			Summary:   fmt.Sprintf("the step made no progress towards readiness for %s and ended early (the hard timeout is %s)", s.r.cfg.Converge.Stuck, s.convergeOptions().Timeout),
 			Evidence:  append(evidenceLines(notReady), model.Evidence{Detail: err.Error()}),
 		})
 	case ctx.Err() != nil:
