@@ -121,8 +121,12 @@ func decide(o ConvergeOptions, quiet time.Duration, notReady []string, genOK boo
 // it is absent (the operator is known to publish it: a re-created CR has none
 // until the operator's first pass). It returns the time of the last change (the
 // convergence time) and the readiness problems left when it settled, got stuck
-// or timed out.
-func waitConverged(ctx context.Context, o ConvergeOptions, q *quietTracker, start time.Time, objects func() (map[string]model.Object, string), requireGen bool) (time.Time, []string, error) {
+// or timed out. operatorDown, when not nil, lists the operator's pods that are
+// not ready (restarting, in the kubelet's crash back-off after a fault): the
+// step is not converged while there are any, and its stuck clock does not run
+// (waiting for the kubelet to restart the operator is not the operator being
+// stuck; the hard timeout still applies).
+func waitConverged(ctx context.Context, o ConvergeOptions, q *quietTracker, start time.Time, objects func() (map[string]model.Object, string), operatorDown func() []string, requireGen bool) (time.Time, []string, error) {
 	o = o.withDefaults()
 	deadline := start.Add(o.Timeout)
 	var (
@@ -144,6 +148,11 @@ func waitConverged(ctx context.Context, o ConvergeOptions, q *quietTracker, star
 			checked = now
 			objs, cr := objects()
 			notReady, genOK = readiness(objs, cr, requireGen)
+			var down []string
+			if operatorDown != nil {
+				down = operatorDown()
+				notReady = append(notReady, down...)
+			}
 			if quiet >= o.Quiet {
 				switch decide(o, quiet, notReady, genOK) {
 				case converged:
@@ -152,7 +161,7 @@ func waitConverged(ctx context.Context, o ConvergeOptions, q *quietTracker, star
 					return last, notReady, nil
 				}
 			}
-			if p := progressPrint(objs, cr, notReady, genOK); p != print {
+			if p := progressPrint(objs, cr, notReady, genOK); p != print || len(down) > 0 {
 				print, progressAt, progressN = p, now, n
 			}
 			if o.Stuck > 0 && now.Sub(progressAt) >= o.Stuck {

@@ -59,7 +59,7 @@ func TestWaitConverged(t *testing.T) {
 			if len(tt.touches) > 0 && tt.touches[len(tt.touches)-1] < time.Second {
 				lastTouch = start.Add(tt.touches[len(tt.touches)-1])
 			}
-			at, notReady, err := waitConverged(ctx, opts, q, start, func() (map[string]model.Object, string) { return tt.objs, cr }, false)
+			at, notReady, err := waitConverged(ctx, opts, q, start, func() (map[string]model.Object, string) { return tt.objs, cr }, nil, false)
 			elapsed := time.Since(start)
 			cancel()
 			<-done
@@ -90,7 +90,7 @@ func TestWaitConverged(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		go func() { time.Sleep(50 * time.Millisecond); cancel() }()
 		start := time.Now()
-		_, _, err := waitConverged(ctx, opts, newQuietTracker(start), start, func() (map[string]model.Object, string) { return nil, cr }, false)
+		_, _, err := waitConverged(ctx, opts, newQuietTracker(start), start, func() (map[string]model.Object, string) { return nil, cr }, nil, false)
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("err = %v, want context.Canceled", err)
 		}
@@ -132,21 +132,33 @@ func TestWaitConvergedStuck(t *testing.T) {
 		name    string
 		touches []time.Duration
 		objs    func(elapsed time.Duration) map[string]model.Object
-		wantErr error
+		// operatorDown lists the operator's pods not ready (nil: none known).
+		operatorDown func(elapsed time.Duration) []string
+		wantErr      error
 	}{
 		{"crash loop", everyUntil(100*time.Millisecond, 30*time.Second), func(e time.Duration) map[string]model.Object {
 			return map[string]model.Object{podKey(0): pod(false, int(e/(100*time.Millisecond))), cr: crAt(2, 2)}
-		}, ErrStuck},
+		}, nil, ErrStuck},
 		{"generation never observed", nil, func(time.Duration) map[string]model.Object {
 			return map[string]model.Object{podKey(0): pod(true, 0), cr: crAt(3, 2)}
-		}, ErrStuck},
+		}, nil, ErrStuck},
+		// The operator waits in the kubelet's crash back-off for longer than
+		// the stuck window, then comes back and finishes: not stuck.
+		{"operator in crash back-off", nil, func(e time.Duration) map[string]model.Object {
+			return map[string]model.Object{podKey(0): pod(e > 1500*time.Millisecond, 0), cr: crAt(2, 2)}
+		}, func(e time.Duration) []string {
+			if e < 1200*time.Millisecond {
+				return []string{"operator pod o/op-1: not ready (CrashLoopBackOff)"}
+			}
+			return nil
+		}, nil},
 		{"readiness improves", everyUntil(100*time.Millisecond, 1200*time.Millisecond), func(e time.Duration) map[string]model.Object {
 			m := map[string]model.Object{cr: crAt(2, 2)}
 			for i := range 4 {
 				m[podKey(i)] = pod(time.Duration(i)*300*time.Millisecond <= e, 0)
 			}
 			return m
-		}, nil},
+		}, nil, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -164,9 +176,13 @@ func TestWaitConvergedStuck(t *testing.T) {
 					q.Touch(time.Now())
 				}
 			}()
+			var down func() []string
+			if tt.operatorDown != nil {
+				down = func() []string { return tt.operatorDown(time.Since(start)) }
+			}
 			_, notReady, err := waitConverged(ctx, opts, q, start, func() (map[string]model.Object, string) {
 				return tt.objs(time.Since(start)), cr
-			}, false)
+			}, down, false)
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("err = %v, want %v", err, tt.wantErr)
 			}

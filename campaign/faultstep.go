@@ -9,6 +9,7 @@ import (
 	"sort"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -272,6 +273,45 @@ func (s *session) heal(ctx context.Context, af *activeFault) error {
 	return err
 }
 
+// operatorDown lists the operator's pods that are not ready, as readiness
+// problems ("operator pod X: not ready (CrashLoopBackOff)"); nil when the
+// target names no operator pods or they cannot be listed.
+func (s *session) operatorDown(ctx context.Context) []string {
+	k := s.env.kube
+	if k.opNS == "" || len(k.opLabels) == 0 {
+		return nil
+	}
+	list, err := k.cs.CoreV1().Pods(k.opNS).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(k.opLabels).String()})
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, p := range list.Items {
+		if p.DeletionTimestamp != nil || podReady(&p) {
+			continue
+		}
+		why := string(p.Status.Phase)
+		for _, c := range p.Status.ContainerStatuses {
+			if w := c.State.Waiting; w != nil && w.Reason != "" {
+				why = w.Reason
+			}
+		}
+		out = append(out, fmt.Sprintf("operator pod %s/%s: not ready (%s)", p.Namespace, p.Name, why))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// podReady reports whether p's Ready condition is True.
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
 // operatorPods lists the operator's pods, sorted.
 func (s *session) operatorPods(ctx context.Context) ([]string, error) {
 	k := s.env.kube
@@ -346,7 +386,7 @@ func (s *session) wait(ctx context.Context, start time.Time) (time.Time, []strin
 			s.r.publishesGen.Store(true)
 		}
 		return objs, s.crKey
-	}, s.r.publishesGen.Load())
+	}, func() []string { return s.operatorDown(ctx) }, s.r.publishesGen.Load())
 	return at, notReady, err
 }
 

@@ -214,12 +214,12 @@ type stepInput struct {
 	// cause says why the step is a misoperation when the harness finds no
 	// reason of its own (a test case labelled so by design, or the cause
 	// the step it rolls back had).
-	cause string
-	changed       []string
-	desired       model.Object
-	prevDesired   model.Object
-	prev          *model.Snapshot
-	recreate      bool
+	cause       string
+	changed     []string
+	desired     model.Object
+	prevDesired model.Object
+	prev        *model.Snapshot
+	recreate    bool
 	// reference is S(i-1) for rollbacks (recovery oracle) or the fresh run's state (differential).
 	reference *model.Snapshot
 	caseBase  model.Object
