@@ -473,8 +473,9 @@ func (s *session) drive(ctx context.Context, in stepInput, rec *StepRecord) (tim
 		started, c, nr, err := s.declare(ctx, in.desired, in.recreate)
 		if af := <-done; af != nil {
 			rec.Faults = append(rec.Faults, af.rec)
-			if c.Before(af.rec.Injected) && err == nil {
-				// Converged before the crash: wait for the restarted operator to settle too.
+			if !c.After(af.rec.Injected) && err == nil {
+				// Converged before (or as) the operator crashed: wait for the restarted
+				// operator to settle too.
 				c, nr, err = s.wait(ctx, af.rec.Injected)
 			}
 		}
