@@ -240,6 +240,17 @@ func buildView(s Summary, d Details) htmlView {
 		{Label: "harness overhead p50 / p95", Value: fmt.Sprintf("%s / %s", fmtDur(s.HarnessOverhead.P50.D()), fmtDur(s.HarnessOverhead.P95.D()))},
 		{Label: "workers", Value: strconv.Itoa(s.Workers)},
 	}
+	if s.Shard != nil {
+		v.Stats = append(v.Stats, stat{Label: "shard", Value: s.Shard.String(), Title: "one slice of the campaign's plan (gauntlet run --shard); gauntlet merge joins the shards' results"})
+	}
+	if m := s.Merged; m != nil {
+		st := stat{Label: "shards merged", Value: shardList(m.Present) + " of " + strconv.Itoa(m.Count), Class: cond(m.Complete(), "good", "bad"),
+			Title: "results folders joined by gauntlet merge; each shard's evidence is under shards/K"}
+		if !m.Complete() {
+			st.Value += " (missing " + shardList(m.Missing) + ")"
+		}
+		v.Stats = append(v.Stats, st)
+	}
 	if v.Run.Budget != "" {
 		st := stat{Label: "time budget", Value: v.Run.Budget, Class: cond(s.Partial && s.StopReason == "budget", "warn", "")}
 		if v.Run.Used != "" {

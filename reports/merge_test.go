@@ -204,8 +204,8 @@ func TestMerge(t *testing.T) {
 		t.Errorf("junit.xml: %v\n%s", err, junit)
 	}
 	html, err := os.ReadFile(filepath.Join(out, HTMLFile))
-	if err != nil || !strings.Contains(string(html), "from-shard-1") || !strings.Contains(string(html), "shards/1/alarms/1") {
-		t.Errorf("report.html lacks the shard's desired state or the rewritten reproducer path (%v)", err)
+	if err != nil || !strings.Contains(string(html), "from-shard-1") || !strings.Contains(string(html), "shards/1/alarms/1") || !strings.Contains(string(html), "1,3 of 3 (missing 2)") {
+		t.Errorf("report.html lacks the shard's desired state, the rewritten reproducer path or the shards merged (%v)", err)
 	}
 	for _, f := range []string{"shards/1/" + SummaryFile, "shards/3/" + SummaryFile} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {

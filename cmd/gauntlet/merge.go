@@ -34,11 +34,11 @@ missing; the folder is written either way.`,
 				return err
 			}
 			m := s.Merged
-			fmt.Fprintf(cmd.ErrOrStderr(), "gauntlet: merged shards %s of %d: %d/%d steps, %d alarm groups, %d misoperation groups; results in %s\n",
+			fmt.Fprintf(cmd.ErrOrStderr(), "gauntlet: merged shards %s of %d: %d transitions judged (%d desired-state steps planned), %d alarm groups, %d misoperation groups; results in %s\n",
 				joinInts(m.Present), m.Count, s.StepsDone, s.StepsPlanned, len(s.Alarms), len(s.Misoperations), out)
 			var problems []string
 			if !m.Complete() {
-				problems = append(problems, fmt.Sprintf("shards %s of %d are missing: their test cases did not run", joinInts(m.Missing), m.Count))
+				problems = append(problems, fmt.Sprintf("missing shards %s of %d: their test cases did not run (merge them when they have run)", joinInts(m.Missing), m.Count))
 			}
 			if s.Partial {
 				problems = append(problems, "the merged campaign is partial: resume the stopped shards with gauntlet run --resume and merge again")
