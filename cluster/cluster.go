@@ -27,3 +27,29 @@ type Provider interface {
 	// Create brings up a cluster called name and returns once it can run pods.
 	Create(ctx context.Context, name string) (Cluster, error)
 }
+
+// PodRef names a pod.
+type PodRef struct{ Namespace, Name string }
+
+func (p PodRef) String() string { return p.Namespace + "/" + p.Name }
+
+// ProcessFaults is the optional capability of a cluster whose back end injects
+// faults itself (the embedded cluster: process signals, API deletions and
+// nftables rules in pod network namespaces). Clusters without it need an
+// in-cluster chaos tool (Chaos Mesh on kind). Discover it with a type assertion.
+type ProcessFaults interface {
+	// CrashContainer kills the container's process (it restarts as its pod's
+	// restart policy says).
+	CrashContainer(ctx context.Context, pod PodRef, container string) error
+	// PauseContainer freezes the container's processes; ResumeContainer thaws them.
+	PauseContainer(ctx context.Context, pod PodRef, container string) error
+	ResumeContainer(ctx context.Context, pod PodRef, container string) error
+	// DeletePod deletes the pod with the given grace period (nil: the pod's own).
+	DeletePod(ctx context.Context, pod PodRef, grace *int64) error
+	// Partition cuts traffic between pods a and b until Heal(name).
+	Partition(ctx context.Context, name string, a, b []PodRef) error
+	// PartitionFromAPIServer cuts pods off the API server's port until Heal(name).
+	PartitionFromAPIServer(ctx context.Context, name string, pods []PodRef) error
+	// Heal removes the partition called name.
+	Heal(ctx context.Context, name string) error
+}

@@ -6,19 +6,18 @@ import (
 	"fmt"
 
 	"github.com/gauntlet-dev/gauntlet/cluster"
-	"github.com/gauntlet-dev/gauntlet/cluster/local"
 )
 
-// For returns the fault back end for c: Native for the embedded cluster
-// (*local.Cluster), Chaos Mesh for any other cluster (kind in particular), which
+// For returns the fault back end for c: Native for a cluster that injects
+// faults itself (cluster.ProcessFaults: the embedded cluster), Chaos Mesh for any other cluster (kind in particular), which
 // needs Chaos Mesh installed there (ErrChaosMeshMissing, naming the fix, if not).
 // opts apply to the Chaos Mesh back end only.
 func For(ctx context.Context, c cluster.Cluster, opts ...ChaosMeshOption) (Injector, error) {
 	if c == nil {
 		return nil, errors.New("faults: For needs a cluster")
 	}
-	if lc, ok := c.(*local.Cluster); ok {
-		return NewNative(lc), nil
+	if pf, ok := c.(cluster.ProcessFaults); ok {
+		return NewNative(pf), nil
 	}
 	cm, err := NewChaosMesh(ctx, c.RESTConfig(), opts...)
 	if err != nil {

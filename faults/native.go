@@ -7,20 +7,21 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gauntlet-dev/gauntlet/cluster/local"
+	"github.com/gauntlet-dev/gauntlet/cluster"
 )
 
-// Native injects faults into an embedded cluster directly: process signals,
-// API deletions and nftables rules in pod network namespaces.
+// Native injects faults through a cluster back end that does it itself (the
+// embedded cluster: process signals, API deletions and nftables rules in pod
+// network namespaces).
 type Native struct {
-	c *local.Cluster
+	c cluster.ProcessFaults
 
 	mu      sync.Mutex
 	resumes map[string]*time.Timer // PodFailure with a duration
 }
 
 // NewNative returns the native back end for c.
-func NewNative(c *local.Cluster) *Native {
+func NewNative(c cluster.ProcessFaults) *Native {
 	return &Native{c: c, resumes: map[string]*time.Timer{}}
 }
 
@@ -30,10 +31,10 @@ func (n *Native) Capabilities() []Kind {
 	return []Kind{ContainerCrash, PodKill, PodFailure, Partition, APIServerPartition}
 }
 
-func (n *Native) refs(ns string, pods []string) []local.PodRef {
-	out := make([]local.PodRef, len(pods))
+func (n *Native) refs(ns string, pods []string) []cluster.PodRef {
+	out := make([]cluster.PodRef, len(pods))
 	for i, p := range pods {
-		out[i] = local.PodRef{Namespace: ns, Name: p}
+		out[i] = cluster.PodRef{Namespace: ns, Name: p}
 	}
 	return out
 }

@@ -233,7 +233,7 @@ func TestE2EStatefulSetPersistence(t *testing.T) {
 		t.Fatal(err)
 	}
 	oldUID := pods[0].UID
-	if err := c.DeletePod(ctx, PodRef{ns, "valkey-0"}, nil); err != nil {
+	if err := c.DeletePod(ctx, PodRef{Namespace: ns, Name: "valkey-0"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	p := waitPod(t, c, ns, "valkey-0", 2*time.Minute, func(p *corev1.Pod) bool { return p.UID != oldUID && ready(p) })
@@ -470,7 +470,7 @@ func TestE2EFaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, b := PodRef{ns, "valkey-0"}, PodRef{ns, "valkey-1"}
+	a, b := PodRef{Namespace: ns, Name: "valkey-0"}, PodRef{Namespace: ns, Name: "valkey-1"}
 	target := net.JoinHostPort(pods[1].Status.PodIP, "6379")
 	if !tcpOpen(c, ns, "valkey-0", target) {
 		t.Fatal("valkey-0 cannot reach valkey-1 before any fault")

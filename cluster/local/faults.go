@@ -8,13 +8,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	cl "github.com/gauntlet-dev/gauntlet/cluster"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/kubelet"
 )
 
-// PodRef names a pod.
-type PodRef struct{ Namespace, Name string }
+// PodRef names a pod (cl.PodRef).
+type PodRef = cl.PodRef
 
-func (p PodRef) String() string { return p.Namespace + "/" + p.Name }
+var _ cl.ProcessFaults = (*Cluster)(nil)
 
 // node returns the agent running the pod.
 func (c *Cluster) node(ctx context.Context, pod PodRef) (*kubelet.Node, *corev1.Pod, error) {
