@@ -75,7 +75,7 @@ bench: deps controlplane build
 
 ## bench-bugs: a campaign against each seeded bug (operator/testdata/bugs) and the clean operator; prints which oracle caught what
 bench-bugs: deps controlplane build
-	@GAUNTLET_BENCH_BUGS_RUN=1 $(GO) test -count=1 -timeout 60m -run '^TestBenchBugs$$' -v ./campaign/bugs/
+	@GAUNTLET_BENCH_BUGS_RUN=1 $(GO) test -count=1 -timeout 60m -run '^TestBenchBugs$$' -v ./bench/bugs/
 
 ## bench-campaign: the untuned nightly path on the clean operator — a breadth-first campaign with every
 ## fault kind, 2 workers, a time budget; prints steps and transitions per hour, timed-out steps, alarm

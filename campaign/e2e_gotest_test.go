@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/campaign"
-	"github.com/gauntlet-dev/gauntlet/campaign/bugs"
+	"github.com/gauntlet-dev/gauntlet/bench/bugs"
 	"github.com/gauntlet-dev/gauntlet/cluster/local"
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 	"github.com/gauntlet-dev/gauntlet/model"

@@ -9,7 +9,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/gauntlet-dev/gauntlet/campaign/bugs"
+	"github.com/gauntlet-dev/gauntlet/bench/bugs"
 )
 
 // DemoBug is the seeded bug the demo's campaign must catch: a default in the
