@@ -2,8 +2,10 @@ package kubelet
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -197,6 +199,102 @@ func subPath(volume, sub string) (string, error) {
 		return "", fmt.Errorf("subPath %q leads outside the volume (to %s)", sub, real)
 	}
 	return real, nil
+}
+
+// makeNestedMountpoints creates, in the host folder behind each of a
+// container's volume mounts, the mount points of the volumes mounted beneath
+// it, as the kubelet does before a container starts (MakeNestedMountpoints in
+// pkg/volume/util/nested_volumes.go). The folders are made on the host side,
+// so a read-only parent still gets them (a configMap at /config with a secret
+// at /config/users), whatever the parent's volume type. ms are the volume
+// mounts with their subPath resolved, so a mount point lands inside the
+// subPath. A mount's parent is the deepest other mount above its target (the
+// last listed among equal targets); a mount point that is a file (a subPath
+// file) is created as an empty file.
+func makeNestedMountpoints(ms []container.Mount) error {
+	for j, child := range ms {
+		target := filepath.Clean(child.Target)
+		parent := -1
+		for i, m := range ms {
+			t := filepath.Clean(m.Target)
+			if i == j || !hasPathPrefix(target, t) {
+				continue
+			}
+			if parent < 0 || len(t) >= len(filepath.Clean(ms[parent].Target)) {
+				parent = i
+			}
+		}
+		if parent < 0 {
+			continue
+		}
+		p := ms[parent]
+		if st, err := os.Stat(p.Source); err != nil || !st.IsDir() {
+			continue // the container runtime reports it
+		}
+		rel, err := filepath.Rel(filepath.Clean(p.Target), target)
+		if err != nil {
+			return err
+		}
+		st, err := os.Stat(child.Source)
+		isFile := err == nil && !st.IsDir()
+		if err := makeMountpoint(p.Source, rel, isFile); err != nil {
+			return fmt.Errorf("create the mount point %s inside the volume mounted at %s: %w", child.Target, p.Target, err)
+		}
+	}
+	return nil
+}
+
+// makeMountpoint creates rel (a folder, or an empty file) inside the volume
+// folder root unless it exists, following symbolic links only while they stay
+// inside the volume.
+func makeMountpoint(root, rel string, isFile bool) error {
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return err
+	}
+	cur := realRoot
+	parts := strings.Split(filepath.ToSlash(rel), "/")
+	for k, part := range parts {
+		last := k == len(parts)-1
+		p := filepath.Join(cur, part)
+		fi, err := os.Lstat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if last && isFile {
+				f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o644)
+				if err != nil {
+					return err
+				}
+				_ = f.Close()
+				return nil
+			}
+			if err := os.Mkdir(p, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+				return err
+			}
+			cur = p
+			continue
+		case err != nil:
+			return err
+		case fi.Mode()&fs.ModeSymlink != 0:
+			real, err := filepath.EvalSymlinks(p)
+			if err != nil {
+				return fmt.Errorf("%s: %w", filepath.Join(root, filepath.FromSlash(strings.Join(parts[:k+1], "/"))), err)
+			}
+			if real != realRoot && !hasPathPrefix(real, realRoot) {
+				return fmt.Errorf("%s leads outside the volume (to %s)", strings.Join(parts[:k+1], "/"), real)
+			}
+			cur = real
+		default:
+			cur = p
+		}
+		if last {
+			return nil
+		}
+		if st, err := os.Stat(cur); err != nil || !st.IsDir() {
+			return fmt.Errorf("%s is not a folder", strings.Join(parts[:k+1], "/"))
+		}
+	}
+	return nil
 }
 
 // hasPathPrefix reports whether p is inside dir.

@@ -938,6 +938,9 @@ func (w *podWorker) prepare(c *ctrRun) (prepared, error) {
 		ms = append(ms, container.Mount{Source: hostPath, Target: vm.MountPath, ReadOnly: vm.ReadOnly || src.readOnly})
 		targets[filepath.Clean(vm.MountPath)] = true
 	}
+	if err := makeNestedMountpoints(ms); err != nil {
+		return prepared{}, err
+	}
 	etc := filepath.Join(w.dir, "etc")
 	for _, f := range []string{"hosts", "hostname", "resolv.conf"} {
 		target := "/etc/" + f

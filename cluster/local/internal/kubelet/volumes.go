@@ -531,6 +531,9 @@ func validPayloadPath(p string) error {
 	if p == "" || path.IsAbs(p) {
 		return fmt.Errorf("invalid file path %q: must be relative", p)
 	}
+	if path.Clean(p) == "." {
+		return fmt.Errorf("invalid file path %q: names no file", p)
+	}
 	parts := strings.Split(p, "/")
 	if strings.HasPrefix(parts[0], "..") {
 		return fmt.Errorf("invalid file path %q: must not start with '..'", p)
@@ -543,45 +546,147 @@ func validPayloadPath(p string) error {
 	return nil
 }
 
-// writeAtomic makes dir hold exactly payload, as the kubelet's atomic writer
-// does: files live in a timestamped folder, "..data" points to it, and each
-// top-level name is a symlink through "..data", so readers see the old or the
-// new content, never a mix. It reports whether anything changed.
+// writeAtomic makes dir show exactly payload, as the kubelet's atomic writer
+// (pkg/volume/util/atomic_writer.go) does: the files live in a timestamped
+// folder that "..data" points to, and each top-level payload name is a symlink
+// through "..data", so a reader sees the old or the new content, never a mix.
+// An update swaps "..data" and then removes only the previous payload's
+// top-level names that left: anything else in dir (the mount points of volumes
+// mounted beneath this one, see makeNestedMountpoints) stays. It reports
+// whether the content changed.
 func writeAtomic(dir string, payload map[string]payloadFile, gid *int64) (bool, error) {
-	for p := range payload {
+	clean := make(map[string]payloadFile, len(payload))
+	for p, f := range payload {
 		if err := validPayloadPath(p); err != nil {
 			return false, err
 		}
-	}
-	if gid != nil {
-		// fsGroup: group-readable files (the volume is read-only).
-		withGroup := make(map[string]payloadFile, len(payload))
-		for k, f := range payload {
-			f.mode |= 0o440
-			withGroup[k] = f
+		if gid != nil {
+			f.mode |= 0o440 // fsGroup: group-readable files (the volume is read-only)
 		}
-		payload = withGroup
+		clean[path.Clean(p)] = f
 	}
+	payload = clean
+	tops := map[string]bool{}
+	for rel := range payload {
+		top, _, _ := strings.Cut(rel, "/")
+		tops[top] = true
+	}
+
 	dataLink := filepath.Join(dir, dataDirName)
-	old, _ := os.Readlink(dataLink)
-	if old != "" && sameContent(filepath.Join(dir, old), payload) {
-		return false, nil
-	}
-	ts := ".." + time.Now().UTC().Format("2006_01_02_15_04_05.000000000")
-	tsDir := filepath.Join(dir, ts)
-	if err := os.Mkdir(tsDir, 0o755); err != nil {
+	old, err := os.Readlink(dataLink)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return false, fmt.Errorf("write volume: %w", err)
 	}
-	for rel, f := range payload {
+	// The previous payload's top-level names that are not in the new one.
+	var gone []string
+	if old != "" {
+		entries, err := os.ReadDir(filepath.Join(dir, old))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return false, fmt.Errorf("write volume: previous payload: %w", err)
+		}
+		for _, e := range entries {
+			if !tops[e.Name()] {
+				gone = append(gone, e.Name())
+			}
+		}
+	}
+
+	current := old
+	changed := old == "" || !sameContent(filepath.Join(dir, old), payload)
+	if changed {
+		ts, err := writeTimestampDir(dir, payload, gid)
+		if err != nil {
+			return false, err
+		}
+		tmp := filepath.Join(dir, dataDirName+"_tmp")
+		_ = os.Remove(tmp)
+		if err := os.Symlink(ts, tmp); err == nil {
+			err = os.Rename(tmp, dataLink)
+		}
+		if err != nil {
+			_ = os.Remove(tmp)
+			_ = os.RemoveAll(filepath.Join(dir, ts))
+			return false, fmt.Errorf("write volume: swap %s: %w", dataDirName, err)
+		}
+		current = ts
+	}
+
+	// User-visible names: a symlink through ..data for each top-level name,
+	// unless the name exists already (as a link, or a nested mount point).
+	for top := range tops {
+		link := filepath.Join(dir, top)
+		if _, err := os.Lstat(link); !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err := os.Symlink(filepath.Join(dataDirName, top), link); err != nil {
+			return changed, fmt.Errorf("write volume: %w", err)
+		}
+	}
+	// The names that left: only the writer's own links are removed.
+	for _, name := range gone {
+		link := filepath.Join(dir, name)
+		if target, err := os.Readlink(link); err == nil && target == filepath.Join(dataDirName, name) {
+			if err := os.Remove(link); err != nil {
+				return changed, fmt.Errorf("write volume: %w", err)
+			}
+		}
+	}
+	// The previous payload, and any left by a writer that died mid-update.
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return changed, fmt.Errorf("write volume: %w", err)
+	}
+	for _, e := range entries {
+		if name := e.Name(); name != current && isTimestampDir(name) {
+			if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+				return changed, fmt.Errorf("write volume: remove the previous payload: %w", err)
+			}
+		}
+	}
+	return changed, nil
+}
+
+// timestampLayout names the atomic writer's payload folders ("..2006_01_02_15_04_05.<random>").
+const timestampLayout = "2006_01_02_15_04_05"
+
+// isTimestampDir reports whether name is one of the atomic writer's payload folders.
+func isTimestampDir(name string) bool {
+	rest, ok := strings.CutPrefix(name, "..")
+	if !ok || len(rest) <= len(timestampLayout) || rest[len(timestampLayout)] != '.' {
+		return false
+	}
+	_, err := time.Parse(timestampLayout, rest[:len(timestampLayout)])
+	return err == nil
+}
+
+// writeTimestampDir writes payload into a new timestamped folder of dir and
+// returns its name.
+func writeTimestampDir(dir string, payload map[string]payloadFile, gid *int64) (string, error) {
+	tsDir, err := os.MkdirTemp(dir, ".."+time.Now().UTC().Format(timestampLayout)+".")
+	if err != nil {
+		return "", fmt.Errorf("write volume: %w", err)
+	}
+	ts := filepath.Base(tsDir)
+	fail := func(err error) (string, error) {
+		_ = os.RemoveAll(tsDir)
+		return "", fmt.Errorf("write volume: %w", err)
+	}
+	// 0755 whatever the umask: group and others must reach the files.
+	if err := os.Chmod(tsDir, 0o755); err != nil {
+		return fail(err)
+	}
+	for _, rel := range sortedKeys(payload) {
+		f := payload[rel]
 		full := filepath.Join(tsDir, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			return false, fmt.Errorf("write volume: %w", err)
+		if err := mkdirAllMode(tsDir, filepath.Dir(full), 0o755); err != nil {
+			return fail(err)
 		}
-		if err := os.WriteFile(full, f.data, os.FileMode(f.mode)&os.ModePerm); err != nil {
-			return false, fmt.Errorf("write volume: %w", err)
+		mode := os.FileMode(f.mode) & os.ModePerm
+		if err := os.WriteFile(full, f.data, mode); err != nil {
+			return fail(err)
 		}
-		if err := os.Chmod(full, os.FileMode(f.mode)&os.ModePerm); err != nil {
-			return false, fmt.Errorf("write volume: %w", err)
+		if err := os.Chmod(full, mode); err != nil {
+			return fail(err)
 		}
 		if f.uid != nil || gid != nil {
 			uid, g := -1, -1
@@ -592,59 +697,50 @@ func writeAtomic(dir string, payload map[string]payloadFile, gid *int64) (bool, 
 				g = int(*gid)
 			}
 			if err := os.Chown(full, uid, g); err != nil {
-				return false, fmt.Errorf("write volume: %w", err)
+				return fail(err)
 			}
 		}
 	}
 	if gid != nil {
-		for _, d := range []string{dir, tsDir} {
-			if err := os.Chown(d, -1, int(*gid)); err != nil {
-				return false, fmt.Errorf("write volume: %w", err)
+		// fsGroup, as SetVolumeOwnership does on a read-only volume: folders
+		// get the group, group read and search, and setgid.
+		err := filepath.WalkDir(tsDir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || !d.IsDir() {
+				return err
 			}
-			if err := os.Chmod(d, 0o755|os.ModeSetgid); err != nil {
-				return false, fmt.Errorf("write volume: %w", err)
+			if err := os.Chown(p, -1, int(*gid)); err != nil {
+				return err
+			}
+			return os.Chmod(p, 0o755|os.ModeSetgid)
+		})
+		if err == nil {
+			if err = os.Chown(dir, -1, int(*gid)); err == nil {
+				err = os.Chmod(dir, 0o755|os.ModeSetgid)
 			}
 		}
-	}
-	tmp := filepath.Join(dir, "..data_tmp")
-	_ = os.Remove(tmp)
-	if err := os.Symlink(ts, tmp); err != nil {
-		return false, fmt.Errorf("write volume: %w", err)
-	}
-	if err := os.Rename(tmp, dataLink); err != nil {
-		return false, fmt.Errorf("write volume: %w", err)
-	}
-	tops := map[string]bool{}
-	for rel := range payload {
-		top, _, _ := strings.Cut(rel, "/")
-		tops[top] = true
-	}
-	for top := range tops {
-		link := filepath.Join(dir, top)
-		if _, err := os.Lstat(link); err == nil {
-			continue
-		}
-		if err := os.Symlink(filepath.Join(dataDirName, top), link); err != nil {
-			return false, fmt.Errorf("write volume: %w", err)
+		if err != nil {
+			return fail(err)
 		}
 	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return false, fmt.Errorf("write volume: %w", err)
+	return ts, nil
+}
+
+// mkdirAllMode creates dir and its missing parents below root with mode
+// (whatever the umask).
+func mkdirAllMode(root, dir string, mode os.FileMode) error {
+	if dir == root {
+		return nil
 	}
-	for _, e := range entries {
-		name := e.Name()
-		if strings.HasPrefix(name, "..") {
-			if name != dataDirName && name != ts && e.IsDir() {
-				_ = os.RemoveAll(filepath.Join(dir, name))
-			}
-			continue
-		}
-		if !tops[name] {
-			_ = os.RemoveAll(filepath.Join(dir, name))
-		}
+	if _, err := os.Lstat(dir); err == nil {
+		return nil
 	}
-	return true, nil
+	if err := mkdirAllMode(root, filepath.Dir(dir), mode); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, mode); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return os.Chmod(dir, mode)
 }
 
 // sameContent reports whether dir holds exactly payload (data and modes).

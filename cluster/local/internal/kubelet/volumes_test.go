@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
+	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/container"
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 )
 
@@ -451,5 +452,423 @@ func TestContainerEnv(t *testing.T) {
 		LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}, Key: "nope"}}}}}
 	if _, err := p.containerEnv(context.Background(), ec, &bad); err == nil || !strings.Contains(err.Error(), "couldn't find key nope") {
 		t.Errorf("error = %v", err)
+	}
+}
+
+// visible lists what dir shows: name → "link", "dir" or the content of a file
+// reached through links, without the writer's own "..*" entries.
+func visible(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if rel == "." {
+			return nil
+		}
+		if strings.HasPrefix(rel, "..") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		rel = filepath.ToSlash(rel)
+		switch {
+		case d.Type()&os.ModeSymlink != 0:
+			st, err := os.Stat(p)
+			if err != nil {
+				out[rel] = "dangling"
+				return nil
+			}
+			if st.IsDir() {
+				// Walk through the link, as a reader would.
+				real, err := filepath.EvalSymlinks(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sub := visible(t, real)
+				out[rel] = "dir"
+				for k, v := range sub {
+					out[rel+"/"+k] = v
+				}
+				return nil
+			}
+			b, _ := os.ReadFile(p)
+			out[rel] = string(b)
+		case d.IsDir():
+			out[rel] = "dir"
+		default:
+			b, _ := os.ReadFile(p)
+			out[rel] = string(b)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func files(m map[string]string) map[string]payloadFile {
+	out := map[string]payloadFile{}
+	for k, v := range m {
+		out[k] = payloadFile{data: []byte(v), mode: 0o644}
+	}
+	return out
+}
+
+// TestWriteAtomicUpdate: an update removes only the previous payload's names
+// that left; nested mount points and other entries stay (as with the kubelet's
+// atomic writer), and "..data" moves to a new folder.
+func TestWriteAtomicUpdate(t *testing.T) {
+	tests := []struct {
+		name    string
+		first   map[string]string
+		others  func(t *testing.T, dir string) // entries the writer did not make
+		second  map[string]string
+		changed bool
+		want    map[string]string
+		kept    []string // "..*" entries the writer did not make
+	}{
+		{
+			name:  "keys removed, nested mount point and unrelated entries kept",
+			first: map[string]string{"a": "1", "b": "2", "dir/c": "3"},
+			others: func(t *testing.T, dir string) {
+				mustMkdir(t, filepath.Join(dir, "users"))
+				mustWrite(t, filepath.Join(dir, "users", "alice"), "pw")
+				mustWrite(t, filepath.Join(dir, "unrelated"), "u")
+			},
+			second:  map[string]string{"a": "1'", "dir/d": "4"},
+			changed: true,
+			want: map[string]string{"a": "1'", "dir": "dir", "dir/d": "4",
+				"users": "dir", "users/alice": "pw", "unrelated": "u"},
+		},
+		{
+			name:    "every key removed (an optional configMap deleted)",
+			first:   map[string]string{"a": "1", "b": "2"},
+			others:  func(t *testing.T, dir string) { mustMkdir(t, filepath.Join(dir, "users")) },
+			second:  map[string]string{},
+			changed: true,
+			want:    map[string]string{"users": "dir"},
+		},
+		{
+			name:    "a new key named like a nested mount point leaves the mount point",
+			first:   map[string]string{"a": "1"},
+			others:  func(t *testing.T, dir string) { mustMkdir(t, filepath.Join(dir, "users")) },
+			second:  map[string]string{"a": "1", "users": "x"},
+			changed: true,
+			want:    map[string]string{"a": "1", "users": "dir"},
+		},
+		{
+			name:  "a stale payload folder of a writer that died is removed",
+			first: map[string]string{"a": "1"},
+			others: func(t *testing.T, dir string) {
+				mustMkdir(t, filepath.Join(dir, "..2020_01_02_03_04_05.123456"))
+				mustMkdir(t, filepath.Join(dir, "..not-a-payload"))
+			},
+			second:  map[string]string{"a": "2"},
+			changed: true,
+			want:    map[string]string{"a": "2"},
+			kept:    []string{"..not-a-payload"},
+		},
+		{
+			name:    "unchanged content is not rewritten",
+			first:   map[string]string{"a": "1", "dir/c": "3"},
+			others:  func(t *testing.T, dir string) { mustMkdir(t, filepath.Join(dir, "users")) },
+			second:  map[string]string{"a": "1", "dir/c": "3"},
+			changed: false,
+			want:    map[string]string{"a": "1", "dir": "dir", "dir/c": "3", "users": "dir"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if _, err := writeAtomic(dir, files(tt.first), nil); err != nil {
+				t.Fatal(err)
+			}
+			oldTS, err := os.Readlink(filepath.Join(dir, dataDirName))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.others(t, dir)
+			changed, err := writeAtomic(dir, files(tt.second), nil)
+			if err != nil || changed != tt.changed {
+				t.Fatalf("update: changed=%v err=%v, want changed=%v", changed, err, tt.changed)
+			}
+			got := visible(t, dir)
+			if len(got) != len(tt.want) {
+				t.Errorf("visible = %v, want %v", got, tt.want)
+			}
+			for k, v := range tt.want {
+				if got[k] != v {
+					t.Errorf("%s = %q, want %q (all: %v)", k, got[k], v, got)
+				}
+			}
+			newTS, err := os.Readlink(filepath.Join(dir, dataDirName))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (newTS != oldTS) != tt.changed {
+				t.Errorf("..data %s -> %s, changed=%v", oldTS, newTS, tt.changed)
+			}
+			entries, _ := os.ReadDir(dir)
+			for _, e := range entries {
+				if n := e.Name(); isTimestampDir(n) && n != newTS {
+					t.Errorf("payload folder %s left beside the current %s", n, newTS)
+				}
+			}
+			for _, k := range tt.kept {
+				if _, err := os.Lstat(filepath.Join(dir, k)); err != nil {
+					t.Errorf("%s, which the writer did not make, was removed: %v", k, err)
+				}
+			}
+		})
+	}
+}
+
+// TestWriteAtomicSwap: a reader never sees a missing file or a mix of two
+// versions while the payload changes under it.
+func TestWriteAtomicSwap(t *testing.T) {
+	dir := t.TempDir()
+	version := func(i int) map[string]payloadFile {
+		v := strings.Repeat(string(rune('a'+i%26)), 4096)
+		return files(map[string]string{"a": v, "sub/b": v})
+	}
+	if _, err := writeAtomic(dir, version(0), nil); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	errs := make(chan string, 1)
+	report := func(s string) {
+		select {
+		case errs <- s:
+		default:
+		}
+	}
+	go func() {
+		defer close(errs)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			b, err := os.ReadFile(filepath.Join(dir, "a"))
+			if err != nil {
+				report("read a: " + err.Error())
+				return
+			}
+			if len(b) != 4096 || strings.Count(string(b), string(b[:1])) != 4096 {
+				report("torn read of a")
+				return
+			}
+			// One "..data" resolution shows one version of every file.
+			ts, err := os.Readlink(filepath.Join(dir, dataDirName))
+			if err != nil {
+				report("..data: " + err.Error())
+				return
+			}
+			a, errA := os.ReadFile(filepath.Join(dir, ts, "a"))
+			b2, errB := os.ReadFile(filepath.Join(dir, ts, "sub", "b"))
+			if errA == nil && errB == nil && string(a) != string(b2) {
+				report("a and sub/b from different versions under one ..data")
+				return
+			}
+		}
+	}()
+	for i := 1; i <= 200; i++ {
+		if _, err := writeAtomic(dir, version(i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(done)
+	if msg, ok := <-errs; ok {
+		t.Fatal(msg)
+	}
+}
+
+func mustMkdir(t *testing.T, p string) {
+	t.Helper()
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustWrite(t *testing.T, p, s string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMakeNestedMountpoints: mount points of nested volumes are created in the
+// parent volume's host folder (inside its subPath), whatever the parent's
+// type and even when it is mounted read-only.
+func TestMakeNestedMountpoints(t *testing.T) {
+	type mnt struct {
+		src, target string
+		ro          bool
+	}
+	tests := []struct {
+		name    string
+		setup   func(t *testing.T, root string)
+		mounts  []mnt
+		want    map[string]string // path under root → "dir" or "file"
+		absent  []string
+		wantErr string
+	}{
+		{
+			name:   "read-only configMap with a secret beneath",
+			mounts: []mnt{{"cm", "/config", true}, {"secret", "/config/users", true}},
+			want:   map[string]string{"cm/users": "dir"},
+		},
+		{
+			name:   "child listed first",
+			mounts: []mnt{{"secret", "/config/users/", true}, {"cm", "/config", true}},
+			want:   map[string]string{"cm/users": "dir"},
+		},
+		{
+			name:   "deep mount point",
+			mounts: []mnt{{"cm", "/config", true}, {"secret", "/config/a/b/users", false}},
+			want:   map[string]string{"cm/a/b/users": "dir"},
+		},
+		{
+			name:   "double nesting: each in its own parent",
+			mounts: []mnt{{"a", "/data", true}, {"b", "/data/x", true}, {"c", "/data/x/y", false}},
+			want:   map[string]string{"a/x": "dir", "b/y": "dir"},
+			absent: []string{"a/x/y"},
+		},
+		{
+			name:   "sibling with a common prefix is not nested",
+			mounts: []mnt{{"a", "/config", true}, {"b", "/config-extra", false}},
+			absent: []string{"a/-extra", "a/config-extra"},
+		},
+		{
+			name:   "parent with a subPath",
+			mounts: []mnt{{"pvc/sub", "/etc/app", true}, {"secret", "/etc/app/certs", true}},
+			want:   map[string]string{"pvc/sub/certs": "dir"},
+			absent: []string{"pvc/certs"},
+		},
+		{
+			name:   "a file mounted beneath (subPath file)",
+			mounts: []mnt{{"cm", "/config", true}, {"secret/password", "/config/password", true}},
+			want:   map[string]string{"cm/password": "file"},
+		},
+		{
+			name:   "the later of two mounts at one path is the parent",
+			mounts: []mnt{{"a", "/data", false}, {"b", "/data", true}, {"c", "/data/x", false}},
+			want:   map[string]string{"b/x": "dir"},
+			absent: []string{"a/x"},
+		},
+		{
+			name: "symbolic link inside the volume is followed",
+			setup: func(t *testing.T, root string) {
+				mustMkdir(t, filepath.Join(root, "cm", "..data", "conf.d"))
+				if err := os.Symlink("..data/conf.d", filepath.Join(root, "cm", "conf.d")); err != nil {
+					t.Fatal(err)
+				}
+			},
+			mounts: []mnt{{"cm", "/config", true}, {"secret", "/config/conf.d/users", true}},
+			want:   map[string]string{"cm/..data/conf.d/users": "dir"},
+		},
+		{
+			name: "symbolic link leading out of the volume is refused",
+			setup: func(t *testing.T, root string) {
+				mustMkdir(t, filepath.Join(root, "outside"))
+				if err := os.Symlink(filepath.Join(root, "outside"), filepath.Join(root, "cm", "out")); err != nil {
+					t.Fatal(err)
+				}
+			},
+			mounts:  []mnt{{"cm", "/config", true}, {"secret", "/config/out/users", true}},
+			absent:  []string{"outside/users"},
+			wantErr: "leads outside the volume",
+		},
+		{
+			name:    "a file in the way",
+			setup:   func(t *testing.T, root string) { mustWrite(t, filepath.Join(root, "cm", "a"), "x") },
+			mounts:  []mnt{{"cm", "/config", true}, {"secret", "/config/a/users", true}},
+			wantErr: "not a folder",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			for _, d := range []string{"cm", "secret", "a", "b", "c", "pvc/sub"} {
+				mustMkdir(t, filepath.Join(root, d))
+			}
+			mustWrite(t, filepath.Join(root, "secret", "password"), "pw")
+			if tt.setup != nil {
+				tt.setup(t, root)
+			}
+			var ms []container.Mount
+			for _, m := range tt.mounts {
+				ms = append(ms, container.Mount{Source: filepath.Join(root, m.src), Target: m.target, ReadOnly: m.ro})
+			}
+			err := makeNestedMountpoints(ms)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want %q", err, tt.wantErr)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			for p, kind := range tt.want {
+				st, err := os.Lstat(filepath.Join(root, p))
+				if err != nil {
+					t.Errorf("%s not created: %v", p, err)
+					continue
+				}
+				if got := map[bool]string{true: "dir", false: "file"}[st.IsDir()]; got != kind {
+					t.Errorf("%s is a %s, want a %s", p, got, kind)
+				}
+			}
+			for _, p := range tt.absent {
+				if _, err := os.Lstat(filepath.Join(root, p)); err == nil {
+					t.Errorf("%s created", p)
+				}
+			}
+		})
+	}
+}
+
+// TestNestedMountpointSurvivesUpdate: a secret's mount point inside a
+// configMap volume survives the configMap's updates (the kubelet's writer
+// removes only the configMap's own names).
+func TestNestedMountpointSurvivesUpdate(t *testing.T) {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "conf", Namespace: "app"}, Data: map[string]string{"app.conf": "v1", "old": "x"}}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "users", Namespace: "app"}, Data: map[string][]byte{"alice": []byte("pw")}}
+	p, client := testProvider(t, cm, sec)
+	pod := testPod()
+	pod.Spec.Volumes = []corev1.Volume{
+		{Name: "conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "conf"}}}},
+		{Name: "users", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "users"}}},
+	}
+	vm := &volumeManager{p: p, dir: filepath.Join(t.TempDir(), "volumes"), tokens: map[string]cachedToken{}}
+	ec := envContext{pod: pod}
+	mounts, err := vm.setupAll(context.Background(), ec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := []container.Mount{
+		{Source: mounts["conf"].path, Target: "/config", ReadOnly: true},
+		{Source: mounts["users"].path, Target: "/config/users", ReadOnly: true},
+	}
+	if err := makeNestedMountpoints(ms); err != nil {
+		t.Fatal(err)
+	}
+	cm2 := cm.DeepCopy()
+	cm2.Data = map[string]string{"app.conf": "v2"}
+	if _, err := client.CoreV1().ConfigMaps("app").Update(context.Background(), cm2, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := vm.refreshManaged(context.Background(), ec, &pod.Spec.Volumes[0]); err != nil {
+		t.Fatal(err)
+	}
+	got := visible(t, mounts["conf"].path)
+	want := map[string]string{"app.conf": "v2", "users": "dir"}
+	if len(got) != len(want) || got["app.conf"] != "v2" || got["users"] != "dir" {
+		t.Errorf("configMap volume after the update = %v, want %v", got, want)
 	}
 }
