@@ -231,6 +231,7 @@ func (s *session) inject(ctx context.Context, p FaultPlan, d model.Object, seq i
 		if err != nil {
 			return nil, err
 		}
+		s.env.operatorFaulted.Store(true)
 		spec.Namespace, spec.Pods = s.env.kube.opNS, []string{pods[p.Pick%len(pods)]}
 	default:
 		pod, peers, err := s.pickPod(ctx, p, d)
@@ -276,6 +277,14 @@ func (s *session) heal(ctx context.Context, af *activeFault) error {
 // operatorDown lists the operator's pods that are not ready, as readiness
 // problems ("operator pod X: not ready (CrashLoopBackOff)"); nil when the
 // target names no operator pods or they cannot be listed.
+//
+// Once the campaign has faulted the operator in this cluster, an operator pod
+// waiting in the kubelet's crash back-off is replaced (deleted; its
+// Deployment makes a fresh pod with no back-off): each injected crash, and
+// each exit after an injected partition cost it its lease, doubles the
+// back-off up to 5 minutes, and waiting for it judges nothing about the
+// operator. A genuinely crash-looping operator keeps crashing in the new pod
+// and the step still ends at its hard timeout.
 func (s *session) operatorDown(ctx context.Context) []string {
 	k := s.env.kube
 	if k.opNS == "" || len(k.opLabels) == 0 {
@@ -294,6 +303,14 @@ func (s *session) operatorDown(ctx context.Context) []string {
 		for _, c := range p.Status.ContainerStatuses {
 			if w := c.State.Waiting; w != nil && w.Reason != "" {
 				why = w.Reason
+			}
+		}
+		if why == "CrashLoopBackOff" && s.env.operatorFaulted.Load() {
+			zero := int64(0)
+			if err := k.cs.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero,
+				Preconditions: &metav1.Preconditions{UID: &p.UID}}); err == nil {
+				s.r.cfg.Logger.Info("replaced the operator's pod: it waited in the crash back-off that the campaign's operator faults grew", "pod", p.Namespace+"/"+p.Name)
+				why += ", replaced: the back-off came from the campaign's operator faults"
 			}
 		}
 		out = append(out, fmt.Sprintf("operator pod %s/%s: not ready (%s)", p.Namespace, p.Name, why))

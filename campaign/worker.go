@@ -32,6 +32,10 @@ type env struct {
 	inj    faults.Injector
 	nsSeq  atomic.Int64
 	prefix string
+	// operatorFaulted is set once the campaign has crashed the operator or
+	// cut it off its API server in this cluster: a crash back-off of the
+	// operator's container is then (at least partly) the harness's doing.
+	operatorFaulted atomic.Bool
 }
 
 // runner executes steps; it is shared by workers, differential runs,
