@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // TestNestedVolumeMounts is what a third-party operator's pods do: a configMap
@@ -15,6 +16,8 @@ import (
 // starts (the mount point is made in the configMap's folder on the host, as the
 // kubelet does), sees both, keeps the secret through configMap updates (the
 // atomic writer removes only the configMap's own names) and restarts after one.
+// On the way: a subPath of the configMap keeps its content until the container
+// restarts, and a label change reaches a downwardAPI volume.
 func TestNestedVolumeMounts(t *testing.T) {
 	c := clusterOrSkip(t)
 	ns := c.namespace(t)
@@ -32,10 +35,15 @@ func TestNestedVolumeMounts(t *testing.T) {
 	pod.Spec.Volumes = []corev1.Volume{
 		{Name: "conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "conf"}}}},
 		{Name: "users", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "users"}}},
+		{Name: "podinfo", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
+			{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}}}}}},
 	}
 	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{
 		{Name: "conf", MountPath: "/config", ReadOnly: true},
 		{Name: "users", MountPath: "/config/users"},
+		// A subPath gets no update until the container restarts.
+		{Name: "conf", MountPath: "/app.conf", SubPath: "app.conf"},
+		{Name: "podinfo", MountPath: "/podinfo"},
 	}
 	c.createPod(t, pod)
 	waitFor(t, 30*time.Second, "Running", func() (bool, string) {
@@ -44,14 +52,14 @@ func TestNestedVolumeMounts(t *testing.T) {
 	})
 	look := func() string {
 		t.Helper()
-		script := `cat /config/app.conf; echo; cat /config/users/alice; echo; ls /config | tr '\n' ' '; echo; touch /config/x 2>/dev/null || echo ro`
+		script := `cat /config/app.conf; echo; cat /config/users/alice; echo; ls /config | tr '\n' ' '; echo; touch /config/x 2>/dev/null || echo ro; cat /app.conf; echo`
 		out, stderr, err := c.exec(ctx, ns, "nested", "main", "sh", "-c", script)
 		if err != nil {
 			t.Fatalf("exec: %v %s", err, stderr)
 		}
 		return out
 	}
-	if got, want := look(), "v1\npw-a\napp.conf old.conf users \nro\n"; got != want {
+	if got, want := look(), "v1\npw-a\napp.conf old.conf users \nro\nv1\n"; got != want {
 		t.Errorf("before the update:\n%s\nwant:\n%s", got, want)
 	}
 
@@ -67,10 +75,19 @@ func TestNestedVolumeMounts(t *testing.T) {
 		out, _, err := c.exec(ctx, ns, "nested", "main", "cat", "/config/app.conf")
 		return err == nil && out == "v2", out
 	})
-	want := "v2\npw-a\napp.conf users \nro\n"
-	if got := look(); got != want {
+	if got, want := look(), "v2\npw-a\napp.conf users \nro\nv1\n"; got != want {
 		t.Errorf("after the update:\n%s\nwant:\n%s", got, want)
 	}
+
+	// A label change reaches the downwardAPI volume.
+	patch := []byte(`{"metadata":{"labels":{"role":"primary"}}}`)
+	if _, err := c.admin.CoreV1().Pods(ns).Patch(ctx, "nested", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "label update visible", func() (bool, string) {
+		out, _, err := c.exec(ctx, ns, "nested", "main", "cat", "/podinfo/labels")
+		return err == nil && strings.Contains(out, "\nrole=\"primary\""), out
+	})
 
 	// The container restarts with both volumes after the update.
 	if _, stderr, err := c.exec(ctx, ns, "nested", "main", "touch", "/tmp/stop"); err != nil {
@@ -81,7 +98,7 @@ func TestNestedVolumeMounts(t *testing.T) {
 		cs := p.Status.ContainerStatuses
 		return len(cs) == 1 && cs[0].RestartCount == 1 && cs[0].State.Running != nil, podSummary(p)
 	})
-	if got := look(); got != want {
+	if got, want := look(), "v2\npw-a\napp.conf users \nro\nv2\n"; got != want {
 		t.Errorf("after a restart:\n%s\nwant:\n%s", got, want)
 	}
 	if strings.Contains(podSummary(c.getPod(t, ns, "nested")), "mount") {

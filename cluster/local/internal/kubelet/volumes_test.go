@@ -380,6 +380,17 @@ func TestWriteAtomicFSGroup(t *testing.T) {
 	if st.Mode().Perm() != 0o640 || st.Sys().(*syscall.Stat_t).Gid != 3333 {
 		t.Errorf("a: mode %o gid %d, want 0640 and 3333", st.Mode().Perm(), st.Sys().(*syscall.Stat_t).Gid)
 	}
+	// Folders of the payload get the group and setgid (SetVolumeOwnership
+	// walks the whole volume), so the group can reach sub/b.
+	for _, d := range []string{dir, filepath.Join(dir, "..data/"), filepath.Join(dir, "sub/")} {
+		st, _ := os.Stat(d)
+		if st.Mode()&os.ModeSetgid == 0 || st.Mode().Perm()&0o050 != 0o050 || st.Sys().(*syscall.Stat_t).Gid != 3333 {
+			t.Errorf("%s: mode %v gid %d, want group 3333 with r-x and setgid", d, st.Mode(), st.Sys().(*syscall.Stat_t).Gid)
+		}
+	}
+	if st, _ := os.Stat(filepath.Join(dir, "sub", "b")); st.Mode().Perm() != 0o644 || st.Sys().(*syscall.Stat_t).Gid != 3333 {
+		t.Errorf("sub/b: mode %o gid %d, want 0644 and 3333", st.Mode().Perm(), st.Sys().(*syscall.Stat_t).Gid)
+	}
 	changed, err = writeAtomic(dir, payload, &gid)
 	if err != nil || changed {
 		t.Fatalf("rewrite of identical content: changed=%v err=%v", changed, err)
