@@ -338,6 +338,7 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 		tr := &model.Transition{Step: &rec.Step, PrevDesired: in.prevDesired, Desired: in.desired, Prev: in.prev, Curr: snap,
 			Stability: stab, Reference: in.reference, Masks: s.r.masks, Samples: samples, History: hist,
 			Baseline: s.baseline, BaselineDesired: s.baselineD}
+		tr.Step, tr.Desired = declared(&rec.Step, rec.Current, in.desired)
 		findings = append(findings, oracles.Run(ctx, s.r.oracles, tr)...)
 		if rate, n := oracles.Availability(tr); n > 0 {
 			rec.Availability = &AvailabilityFigure{Rate: rate, Requests: n}
@@ -410,6 +411,19 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 		s.r.lastAppend.Store(time.Since(t4).Milliseconds())
 	}
 	return rec, snap, nil
+}
+
+// declared is the step and desired state a transition is judged against: the
+// step's own, unless the API server refused D — then the CR still holds
+// current (D(i-1)) and nothing was changed (a refused immutable field is not
+// an ignored one).
+func declared(st *model.Step, current, desired model.Object) (*model.Step, model.Object) {
+	if jsonEqual(current, desired) {
+		return st, desired
+	}
+	cp := *st
+	cp.Changed = nil
+	return &cp, current
 }
 
 func evidenceLines(lines []string) []model.Evidence {

@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/gauntlet-dev/gauntlet/model"
 )
 
 // TestOperatorDown: an operator pod that is not ready is a readiness problem;
@@ -37,5 +39,24 @@ func TestOperatorDown(t *testing.T) {
 		if faulted && !strings.Contains(down[0], "replaced") {
 			t.Errorf("the replacement is not said: %q", down[0])
 		}
+	}
+}
+
+// TestDeclared: a desired state the API server refused is not judged as if it
+// had been declared (seed 1: a refused flip of an immutable field was reported
+// as "changed to true but no object of the state changed").
+func TestDeclared(t *testing.T) {
+	prev := map[string]any{"spec": map[string]any{"persistence": map[string]any{"enabled": false}}}
+	d := map[string]any{"spec": map[string]any{"persistence": map[string]any{"enabled": true}}}
+	st := &model.Step{Changed: []string{"spec.persistence.enabled"}}
+	if gotSt, gotD := declared(st, d, d); gotSt != st || !jsonEqual(gotD, d) {
+		t.Errorf("an accepted D is judged as declared: got %v %v", gotSt, gotD)
+	}
+	gotSt, gotD := declared(st, prev, d)
+	if len(gotSt.Changed) != 0 || !jsonEqual(gotD, prev) {
+		t.Errorf("a refused D: judged against %v with changes %v, want D(i-1) and none", gotD, gotSt.Changed)
+	}
+	if len(st.Changed) != 1 {
+		t.Errorf("the recorded step lost its changes")
 	}
 }
