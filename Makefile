@@ -1,5 +1,5 @@
 # Gauntlet. The two commands a fresh machine needs: `make demo` and `make test`.
-# Everything they need (Debian packages, the pinned control plane) is installed or
+# Everything they need (Debian packages, the pinned control plane and CoreDNS) is installed or
 # built on first use and cached.
 
 SHELL := /bin/bash
@@ -7,6 +7,8 @@ GO ?= go
 CACHE_DIR ?= $(or $(GAUNTLET_CACHE_DIR),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/gauntlet)
 K8S_VERSION := $(shell awk '$$1=="k8s.io/kubernetes"{print $$2}' build/controlplane/go.mod)
 CONTROLPLANE_DIR := $(CACHE_DIR)/controlplane/$(K8S_VERSION)
+COREDNS_VERSION := $(shell awk '$$1=="github.com/coredns/coredns"{print $$2} $$1=="require" && $$2=="github.com/coredns/coredns"{print $$3}' build/coredns/go.mod)
+COREDNS_DIR := $(CACHE_DIR)/coredns/$(COREDNS_VERSION)
 BIN := bin
 TEST_TIMEOUT ?= 60m
 GOTESTSUM_VERSION := v1.13.0
@@ -17,7 +19,7 @@ TEST_EVENTS ?= $(CACHE_DIR)/test-events.json
 export GAUNTLET_CACHE_DIR := $(CACHE_DIR)
 export GAUNTLET_OPERATOR_BINARY := $(CURDIR)/$(BIN)/valkey-operator
 
-.PHONY: all deps tools controlplane build demo test test-unit bench bench-bugs bench-campaign vet fmt clean
+.PHONY: all deps tools controlplane coredns build demo test test-unit bench bench-bugs bench-campaign vet fmt clean
 
 all: build
 
@@ -36,6 +38,11 @@ controlplane:
 	@if [[ -n "$$GAUNTLET_CONTROLPLANE_BIN" ]]; then echo "control plane: using prebuilt binaries in $$GAUNTLET_CONTROLPLANE_BIN" >&2; \
 	else bash build/controlplane/build.sh "$(CONTROLPLANE_DIR)"; fi
 
+## coredns: build CoreDNS (the embedded cluster's DNS) from its pinned module (cached)
+coredns:
+	@if [[ -n "$$GAUNTLET_COREDNS_BIN" ]]; then echo "coredns: using the prebuilt binary $$GAUNTLET_COREDNS_BIN" >&2; \
+	else bash build/coredns/build.sh "$(COREDNS_DIR)"; fi
+
 ## build: the gauntlet CLI and the bundled Valkey operator
 build:
 	@echo "build: bin/gauntlet bin/valkey-operator" >&2
@@ -44,13 +51,13 @@ build:
 	@chmod 755 $(BIN)  # the operator pod runs as uid 65532 and must reach its binary
 
 ## demo: bring up an embedded cluster, run a StatefulSet of Valkey pods, show them serving, tear down
-demo: deps controlplane build
+demo: deps controlplane coredns build
 	@$(BIN)/gauntlet demo
 
 ## test: every test, end-to-end ones included (needs root). In CI (CI=true) any skip not
 ## listed in .ci/allowed-skips fails the run (hack/skipcheck), and so does an
 ## end-to-end test whose environment is missing (internal/testenv).
-test: deps tools controlplane build
+test: deps tools controlplane coredns build
 	@echo "test: go vet" >&2
 	@$(GO) vet ./...
 	@echo "test: go test ./... (end-to-end tests start real clusters; this takes a few minutes)" >&2
@@ -65,7 +72,7 @@ test-unit:
 	@$(GO) test -short -count=1 ./...
 
 ## bench: benchmarks that print the figures quoted in the README
-bench: deps controlplane build
+bench: deps controlplane coredns build
 	@echo "bench: embedded cluster (up, pod start, idle memory)" >&2
 	@$(GO) test -run '^$$' -bench . -benchtime 5x -count 1 ./cluster/local/...
 	@echo "bench: input generation (largest CRD)" >&2
@@ -74,7 +81,7 @@ bench: deps controlplane build
 	@$(GO) test -run '^$$' -bench BenchmarkE2E -benchtime 1x -count 1 ./operator/e2e/
 
 ## bench-bugs: a campaign against each seeded bug (operator/testdata/bugs) and the clean operator; prints which oracle caught what
-bench-bugs: deps controlplane build
+bench-bugs: deps controlplane coredns build
 	@GAUNTLET_BENCH_BUGS_RUN=1 $(GO) test -count=1 -timeout 60m -run '^TestBenchBugs$$' -v ./bench/bugs/
 
 ## bench-campaign: the untuned nightly path on the clean operator — a breadth-first campaign with every
@@ -82,7 +89,7 @@ bench-bugs: deps controlplane build
 ## groups and properties covered per seed (BENCH_SEEDS="1 2 3" for several).
 BENCH_SEEDS ?= 1
 BENCH_BUDGET ?= 20m
-bench-campaign: deps controlplane build
+bench-campaign: deps controlplane coredns build
 	@for s in $(BENCH_SEEDS); do \
 		out=bench-results/campaign-seed$$s; rm -rf $$out; \
 		echo "bench-campaign: seed $$s, budget $(BENCH_BUDGET), results in $$out" >&2; \
