@@ -600,7 +600,8 @@ func writeAtomic(dir string, payload map[string]payloadFile, gid *int64) (bool, 
 		}
 		tmp := filepath.Join(dir, dataDirName+"_tmp")
 		_ = os.Remove(tmp)
-		if err := os.Symlink(ts, tmp); err == nil {
+		err = os.Symlink(ts, tmp)
+		if err == nil {
 			err = os.Rename(tmp, dataLink)
 		}
 		if err != nil {
