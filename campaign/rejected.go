@@ -2,8 +2,9 @@ package campaign
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/gauntlet-dev/gauntlet/inputgen"
@@ -260,7 +261,7 @@ func unpullable(d model.Object, changed []string, snap *model.Snapshot) string {
 			named[n] = true
 		}
 	}
-	for _, key := range sortedKeys(snap.Objects) {
+	for _, key := range slices.Sorted(maps.Keys(snap.Objects)) {
 		o := snap.Objects[key]
 		if o["kind"] != "Pod" {
 			continue
@@ -288,16 +289,6 @@ func unpullable(d model.Object, changed []string, snap *model.Snapshot) string {
 		}
 	}
 	return ""
-}
-
-// sortedKeys returns m's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // misopMarker separates a test case's description from the reason inputgen
