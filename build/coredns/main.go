@@ -11,6 +11,7 @@ import (
 	_ "github.com/coredns/coredns/core/dnsserver" // the DNS server type and upstream's plugin order
 	"github.com/coredns/coredns/coremain"
 
+	_ "github.com/coredns/coredns/plugin/bind"
 	_ "github.com/coredns/coredns/plugin/cache"
 	_ "github.com/coredns/coredns/plugin/errors"
 	_ "github.com/coredns/coredns/plugin/health"
@@ -19,7 +20,6 @@ import (
 	_ "github.com/coredns/coredns/plugin/log"
 	_ "github.com/coredns/coredns/plugin/ready"
 	_ "github.com/coredns/coredns/plugin/template"
-	_ "github.com/coredns/coredns/plugin/whoami"
 )
 
 func main() { coremain.Run() }

@@ -95,7 +95,7 @@ func BenchmarkPodRunning(b *testing.B) {
 }
 
 // BenchmarkIdleMemory reports the resident memory of an idle three-node cluster:
-// the four control-plane processes plus this whole process, which hosts the node
+// the four control-plane processes, CoreDNS, plus this whole process, which hosts the node
 // agents, the provisioner and the Service proxy (and the test binary itself, so
 // the figure is an upper bound). b.N only repeats the reading.
 func BenchmarkIdleMemory(b *testing.B) {
@@ -114,6 +114,9 @@ func BenchmarkIdleMemory(b *testing.B) {
 		total += kib
 		parts = append(parts, fmt.Sprintf("%s=%dMiB", name, kib/1024))
 	}
+	dns := rssKiB(c.dns.PID())
+	total += dns
+	parts = append(parts, fmt.Sprintf("coredns=%dMiB", dns/1024))
 	agents := rssKiB(os.Getpid())
 	total += agents
 	parts = append(parts, fmt.Sprintf("harness-process(node-agents,provisioner,proxy)=%dMiB", agents/1024))

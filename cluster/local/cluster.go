@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/controlplane"
+	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/coredns"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/images"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/kubelet"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/pidfile"
@@ -76,6 +77,8 @@ type Cluster struct {
 	info    Info
 	log     *slog.Logger
 	cp      *controlplane.ControlPlane
+	dns     *coredns.Server
+	dnsIP   netip.Addr
 	net     *podnet.Network
 	nodes   []*kubelet.Node
 	client  kubernetes.Interface
@@ -113,12 +116,19 @@ func Create(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 	type binResult struct {
 		b   controlplane.Binaries
+		dns string
 		err error
 	}
 	binCh := make(chan binResult, 1)
 	go func() {
+		dnsCh := make(chan binResult, 1)
+		go func() {
+			dns, err := coredns.FindBinary(ctx)
+			dnsCh <- binResult{dns: dns, err: err}
+		}()
 		b, err := controlplane.FindBinaries(ctx)
-		binCh <- binResult{b, err}
+		d := <-dnsCh
+		binCh <- binResult{b, d.dns, errors.Join(err, d.err)}
 	}()
 
 	unlockHost, err := lockHost(ctx)
@@ -210,6 +220,10 @@ func Create(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := ensureDefaultServiceAccount(ctx, c.client); err != nil {
 		return c, err
 	}
+	// DNS starts while the nodes do; their pods name its fixed ClusterIP.
+	c.dnsIP = dnsServiceIP(info.ServiceCIDR)
+	dnsStarted := make(chan error, 1)
+	go func() { dnsStarted <- c.startDNS(ctx, bgCtx, br.dns, gw) }()
 	c.bg.Add(2)
 	go func() {
 		defer c.bg.Done()
@@ -220,10 +234,15 @@ func Create(ctx context.Context, opts Options) (c *Cluster, err error) {
 		runServiceProxy(bgCtx, c.client, c.net, c.log.With("component", "service-proxy"))
 	}()
 
-	if err := c.startNodes(ctx, bgCtx, opts, mapping, gw); err != nil {
+	nodesErr := c.startNodes(ctx, bgCtx, opts, mapping, gw)
+	c.timings["nodes ready"] = time.Since(t0)
+	if err := errors.Join(nodesErr, <-dnsStarted); err != nil {
 		return c, err
 	}
-	c.timings["nodes ready"] = time.Since(t0)
+	if err := c.dns.WaitReady(ctx); err != nil {
+		return c, fmt.Errorf("local: cluster DNS: %w", err)
+	}
+	c.timings["dns ready"] = time.Since(t0)
 	c.info.Phase = PhaseRunning
 	if err := writeInfo(c.info); err != nil {
 		return c, err
@@ -480,6 +499,8 @@ func (c *Cluster) startNode(ctx, bgCtx context.Context, ca *pki.CA, name, zone s
 		StateDir:         filepath.Join(c.info.Dir, "nodes", name),
 		Network:          c.net,
 		Images:           mapping,
+		DNS:              []netip.Addr{c.dnsIP},
+		ClusterDomain:    clusterDomain,
 		Log:              c.log.With("node", name),
 	})
 	if err != nil {
@@ -519,6 +540,11 @@ func (c *Cluster) Delete(ctx context.Context) error {
 			}
 		}
 		c.cancel()
+		if c.dns != nil {
+			if err := c.dns.Stop(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("local: %w", err))
+			}
+		}
 		if c.cp != nil {
 			if err := c.cp.Stop(ctx); err != nil {
 				errs = append(errs, err)

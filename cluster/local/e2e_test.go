@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/controlplane"
+	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/coredns"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/pidfile"
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 	"github.com/gauntlet-dev/gauntlet/internal/valkeykit"
@@ -48,6 +49,9 @@ var shared struct {
 func TestMain(m *testing.M) {
 	if Init() {
 		return
+	}
+	if os.Getenv(envResolve) != "" { // before envInCluster: the image's rule sets both
+		os.Exit(resolveMain())
 	}
 	if os.Getenv(envInCluster) != "" {
 		os.Exit(inClusterMain())
@@ -123,6 +127,9 @@ func skipUnlessE2E(t *testing.T) {
 	testenv.NeedRoot(t)
 	if _, err := controlplane.FindBinaries(context.Background()); errors.Is(err, controlplane.ErrBinaryMissing) {
 		testenv.Unavailable(t, "control plane not built (run `make controlplane`): %v", err)
+	}
+	if _, err := coredns.FindBinary(context.Background()); errors.Is(err, coredns.ErrBinaryMissing) {
+		testenv.Unavailable(t, "CoreDNS not built (run `make coredns`): %v", err)
 	}
 }
 
@@ -613,6 +620,7 @@ func TestE2ETwoClustersAndGC(t *testing.T) {
 	createPod(t, b, shellPod(nsb, "alive", "exec sleep 3600", nil))
 	waitPod(t, b, nsb, "alive", time.Minute, ready)
 	recs := snapshotRecords(t, ib.Dir)
+	requireDNSRecord(t, recs)
 	if err := b.Delete(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -665,6 +673,7 @@ func TestE2ETwoClustersAndGC(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	recs = snapshotRecords(t, gcDir)
+	requireDNSRecord(t, recs)
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()
 	// A new cluster of the same name, under another state root (a later test
