@@ -32,8 +32,9 @@ import (
 // finding whose evidence gives the closest fields by name and what they hold
 // ("still holds the previous value" for an ignored property, "holds another
 // value" for one silently overruled). Two cases need no changed field: a
-// property newly set to a value some field of the same name already held (a
-// default already in effect), and a boolean, which passes when it had any effect
+// property newly set, or changed from a value no field of the previous state
+// showed (one the operator refused), to a value some field of the same name
+// already held (a default already in effect, or the value kept), and a boolean, which passes when it had any effect
 // on the objects (toggles add or remove objects and containers rather than
 // copying the value).
 //
@@ -479,8 +480,10 @@ func (c *Consistency) judge(t *model.Transition, p property, ix *stateIndex, fs 
 		if len(ix.reflecting(p, key, false)) > 0 {
 			return
 		}
-		if !p.hasPrev || isEmpty(p.prev) {
-			// Newly set: the value may already have been in effect (a default).
+		if !p.hasPrev || isEmpty(p.prev) || !ix.showed(p, p.prev, key) {
+			// Newly set, or changed from a value the state never showed (the
+			// operator refused it and kept what it had): the value may already
+			// have been in effect (a default, or the value before the refused one).
 			for _, n := range ix.nodes {
 				if ok, line := matchValue(p.des, key, n.val); ok && ix.prevMatches(n, p.des, key) &&
 					(line || affinity(p.path, n.path) > 0) {
@@ -669,6 +672,18 @@ func (ix *stateIndex) candidates(p property, key string, max int) []candidate {
 		out = out[:max]
 	}
 	return out
+}
+
+// showed reports whether some field of the previous state reflected v (the
+// property's previous desired value): a configuration line setting key, or a
+// field related to the property by name.
+func (ix *stateIndex) showed(p property, v any, key string) bool {
+	for _, n := range ix.prevNodes {
+		if ok, line := matchValue(v, key, n.val); ok && (line || affinity(p.path, n.path) > 0) {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Consistency) report(t *model.Transition, p property, ix *stateIndex, fs *findingSet, how, summary string, still []*node) {

@@ -370,3 +370,43 @@ func TestConsistencyQuotedKey(t *testing.T) {
 		}
 	}
 }
+
+// A change away from a value the operator refused (the previous state never
+// showed it) back to the value the state kept is consistent, though no field
+// changed (seed 2: a roll-back from a rejected maxmemory was reported as
+// "overruled: ConfigMap holds 100mb"); a value the state showed and still
+// shows after a change is ignored.
+func TestConsistencyBackFromRefused(t *testing.T) {
+	tests := []struct {
+		name      string
+		prevValue string // the previous desired maxmemory
+		prevShown string // what the previous state's ConfigMap says ("": as the fixture, 100mb)
+		desired   string
+		want      int
+	}{
+		{"back from a refused value", "gauntlet-u8rsm", "", "100mb", 0},
+		{"a shown value kept after a change", "200mb", "maxmemory 200mb", "300mb", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			prev := loadSnapshot(t, "s0")
+			if tt.prevShown != "" {
+				editConf(t, prev, "maxmemory 100mb", tt.prevShown)
+			}
+			prevD := desiredOf(prev)
+			setIn(t, prevD, "spec.config.maxmemory", tt.prevValue)
+			d := jsonv.CopyMap(prevD)
+			setIn(t, d, "spec.config.maxmemory", tt.desired)
+			curr := loadSnapshot(t, "s0")
+			if tt.prevShown != "" {
+				editConf(t, curr, "maxmemory 100mb", tt.prevShown)
+			}
+			cr := curr.CRObject()
+			cr["spec"] = jsonv.Copy(d["spec"])
+			tr := &model.Transition{Step: step(model.StepApply, "spec.config.maxmemory"), PrevDesired: prevD, Desired: d, Prev: prev, Curr: curr}
+			if fs := run(NewConsistency(Config{}), tr); len(fs) != tt.want {
+				t.Fatalf("%d findings, want %d: %v", len(fs), tt.want, fs)
+			}
+		})
+	}
+}
