@@ -174,9 +174,15 @@ func (m *ValkeyMonitor) Sample(ctx context.Context, env Env) (*model.SystemSampl
 
 // readMember fills mem from the server at mem.Address.
 func (m *ValkeyMonitor) readMember(ctx context.Context, pool *valkeyconn.Pool, mem *model.Member, sec valkeyconn.Security, configKeys []string) {
+	// A fresh connection (dial and handshake, up to one Timeout each) gets its
+	// own time: sharing one Timeout with the commands kept a pod that had just
+	// failed failing on a loaded host, though it answered (seed 2 of the
+	// untuned campaign).
+	cctx, ccancel := context.WithTimeout(ctx, 2*m.opts.Timeout)
+	c, err := pool.GetContext(cctx, mem.Address, sec)
+	ccancel()
 	ctx, cancel := context.WithTimeout(ctx, m.opts.Timeout)
 	defer cancel()
-	c, err := pool.GetContext(ctx, mem.Address, sec)
 	if err != nil {
 		mem.Error, mem.Unreachable = err.Error(), valkeyconn.Unreachable(err)
 		return

@@ -62,7 +62,7 @@ func TestValkeyMonitorSample(t *testing.T) {
 			Config: map[string]string{"maxmemory-policy": "allkeys-lru", "hz": "17"}}},
 		{"vk-1", model.Member{Pod: "vk-1", Address: net.JoinHostPort(replicaIP, strconv.Itoa(p.port)), Reachable: true, Role: model.RoleReplica,
 			Follows: primaryAddr, LinkUp: true, Config: map[string]string{"maxmemory-policy": "noeviction", "hz": "10"}}},
-		{"vk-2", model.Member{Pod: "vk-2"}},
+		{"vk-2", model.Member{Pod: "vk-2", Unreachable: model.UnreachableNoAddress}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.pod, func(t *testing.T) {
