@@ -122,8 +122,12 @@ func TestE2EClusterDNS(t *testing.T) {
 	createPod(t, c, shellPod(ns, "policy-default", "exec sleep 3600", func(p *corev1.Pod) {
 		p.Spec.DNSPolicy = corev1.DNSDefault
 	}))
+	createPod(t, c, shellPod(ns, "policy-default-config", "exec sleep 3600", func(p *corev1.Pod) {
+		p.Spec.DNSPolicy = corev1.DNSDefault
+		p.Spec.DNSConfig = &corev1.PodDNSConfig{Searches: []string{"extra.example"}}
+	}))
 	var dbIP string
-	for _, name := range []string{"db-0", "client", "tcp-client", "policy-none", "policy-default"} {
+	for _, name := range []string{"db-0", "client", "tcp-client", "policy-none", "policy-default", "policy-default-config"} {
 		p := waitPod(t, c, ns, name, time.Minute, ready)
 		if name == "db-0" {
 			dbIP = p.Status.PodIP
@@ -198,6 +202,15 @@ func TestE2EClusterDNS(t *testing.T) {
 	host, _ := os.ReadFile("/etc/resolv.conf")
 	if err != nil || out != string(host) {
 		t.Errorf("dnsPolicy Default: /etc/resolv.conf = %q (%v), want the host's %q", out, err, host)
+	}
+	out, _, err = execPod(c, ns, "policy-default-config", "main", "cat", "/etc/resolv.conf")
+	if err != nil || !strings.Contains(out, "extra.example") || strings.Contains(out, "10.96.0.10") {
+		t.Errorf("dnsPolicy Default with dnsConfig: /etc/resolv.conf = %q (%v), want the host's resolver plus the search extra.example", out, err)
+	}
+	for _, line := range strings.Split(string(host), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "nameserver" && !strings.Contains(out, line) {
+			t.Errorf("dnsPolicy Default with dnsConfig: /etc/resolv.conf = %q lacks the host's %q", out, line)
+		}
 	}
 
 	// Go's resolver, as an operator uses it, in a pod of its own.

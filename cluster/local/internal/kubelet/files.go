@@ -113,6 +113,13 @@ func resolvConf(pod *corev1.Pod, dns []netip.Addr, domain string) string {
 		if pod.Spec.DNSConfig == nil {
 			return ""
 		}
+		// Default with dnsConfig: the node's resolver, merged with dnsConfig.
+		var hostOpts []string
+		servers, searches, hostOpts = parseResolvConf(hostResolvConf)
+		for _, o := range hostOpts {
+			name, val, _ := strings.Cut(o, ":")
+			setOpt(name, val)
+		}
 	}
 	if dc := pod.Spec.DNSConfig; dc != nil {
 		servers = append(servers, dc.Nameservers...)
