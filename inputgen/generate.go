@@ -46,6 +46,12 @@ type Options struct {
 	MaxEnumCases int
 	// Workers is the number of properties generated in parallel (default GOMAXPROCS).
 	Workers int
+	// CoreValidator, when set, judges the core-typed values valid test cases introduce
+	// (containers, affinity, PVC templates, Services, label selectors, …) wrapped in the smallest
+	// real object that carries each, as the API server will once the operator renders them: a
+	// refused value is drawn again, and when no draw passes the test case becomes a
+	// misoperation whose description gives the server's reason. Verdicts are cached.
+	CoreValidator CoreValidator
 	// ServerValidator, when set, also checks every kept test case (e.g. a DryRunValidator against a
 	// real cluster); a rejection drops the test case.
 	ServerValidator Validator
@@ -66,7 +72,9 @@ type Generator struct {
 	sem        semantic.Result
 	deps       []Dependency
 	refs       *refIndex
-	samplers   sync.Map // pattern -> *regexgen.Sampler or error
+	// core caches the CoreValidator's verdicts (nil without one).
+	core     *coreCache
+	samplers sync.Map // pattern -> *regexgen.Sampler or error
 }
 
 // NewGenerator validates the seed against the schema, infers semantics and mines the examples.
@@ -89,6 +97,9 @@ func NewGenerator(s *crd.Schema, seed map[string]any, opts Options) (*Generator,
 		return nil, err
 	}
 	g := &Generator{schema: s, val: val, opts: opts, log: log, pool: opts.Pool}
+	if opts.CoreValidator != nil {
+		g.core = newCoreCache(opts.CoreValidator)
+	}
 	if g.pool == nil {
 		g.pool = NewPool()
 	}
@@ -201,8 +212,13 @@ type propResult struct {
 	// refsRepaired and refsMisoperation count kept test cases whose in-object references were
 	// resolved, or which became misoperations because one dangles.
 	refsRepaired, refsMisoperation int
-	dropped                        []Dropped
-	states                         map[*TestCase][]map[string]any
+	// coreRedrawn and coreMisoperation count valid candidates the API server refused a
+	// core-typed value of, and test cases labelled misoperations for one.
+	coreRedrawn, coreMisoperation, coreRepaired int
+	dropped                                     []Dropped
+	states                                      map[*TestCase][]map[string]any
+	// err is a failure to ask the CoreValidator: the plan cannot be trusted.
+	err error
 }
 
 // Dropped records a test case that never produced a valid candidate.
@@ -253,6 +269,9 @@ feed:
 	}
 	ids := map[string]int{}
 	for _, r := range results {
+		if r.err != nil {
+			return nil, fmt.Errorf("generate plan: %w", r.err)
+		}
 		for _, tc := range r.cases {
 			id := tc.Property + "#" + tc.Generator
 			ids[id]++
@@ -267,9 +286,21 @@ feed:
 		plan.Stats.Repaired += r.repaired
 		plan.Stats.RefsRepaired += r.refsRepaired
 		plan.Stats.RefsMisoperation += r.refsMisoperation
+		if g.core != nil {
+			if plan.Stats.Core == nil {
+				plan.Stats.Core = &CoreStats{}
+			}
+			plan.Stats.Core.Redrawn += r.coreRedrawn
+			plan.Stats.Core.Misoperation += r.coreMisoperation
+			plan.Stats.Core.Repaired += r.coreRepaired
+		}
 		plan.Dropped = append(plan.Dropped, r.dropped...)
 	}
 	plan.Stats.Dropped = len(plan.Dropped)
+	if g.core != nil {
+		plan.Stats.Core.Checked = int(g.core.asks.Load())
+		plan.Stats.Core.CacheHits = int(g.core.hits.Load())
+	}
 	g.coverage(plan)
 	return plan, nil
 }
@@ -312,9 +343,29 @@ func (g *Generator) generateProperty(ctx context.Context, p *crd.Property) propR
 			return res
 		}
 	}
+	// A setup state the API server refuses makes every valid case of the property a
+	// misoperation: drawing again does not change the setup.
+	setupRefused := ""
+	if g.core != nil && setupState != nil {
+		ref, err := g.coreRefusal(ctx, g.base, []map[string]any{setupState})
+		if err != nil {
+			res.err = err
+			return res
+		}
+		if ref != nil {
+			setupRefused = "the setup: " + ref.String()
+		}
+	}
+	finishDraft := func(d *draft) (*TestCase, []map[string]any, refOutcome, error) {
+		return g.finish(ctx, p, d, preds, setup, setupState, start, startStored)
+	}
 	for _, ng := range g.generatorsFor(p) {
 		var lastErr error
 		kept := false
+		// refused is the first valid candidate the API server refused a core-typed value of,
+		// relabelled: kept when no draw passes.
+		var refused *TestCase
+		var refusedStates []map[string]any
 		for attempt := 0; attempt < g.opts.MaxAttempts; attempt++ {
 			if ctx.Err() != nil {
 				return res
@@ -350,6 +401,37 @@ func (g *Generator) generateProperty(ctx context.Context, p *crd.Property) propR
 				res.redrawn++
 				continue
 			}
+			if g.core != nil && tc.Label == Valid {
+				why := setupRefused
+				if why == "" {
+					r := g.seedFor(p.Path.String(), ng.name+"\x00core", attempt)
+					ctc, cstates, ref, repaired, err := g.coreAccept(ctx, p, d, tc, states, start, finishDraft, r)
+					if err != nil {
+						res.err = err
+						return res
+					}
+					switch {
+					case ref != nil:
+						why = ref.String()
+					case repaired:
+						tc, states = ctc, cstates
+						res.coreRepaired++
+					}
+				}
+				if why != "" {
+					if refused == nil {
+						refused, refusedStates = tc, states
+						refused.Label = Misoperation
+						refused.Description += misoperationMarker + why
+					}
+					lastErr = errors.New(why)
+					if setupRefused != "" {
+						break
+					}
+					res.coreRedrawn++
+					continue
+				}
+			}
 			switch refs {
 			case refsRepaired:
 				res.refsRepaired++
@@ -360,6 +442,12 @@ func (g *Generator) generateProperty(ctx context.Context, p *crd.Property) propR
 			res.states[tc] = states
 			kept = true
 			break
+		}
+		if !kept && refused != nil {
+			res.cases = append(res.cases, refused)
+			res.states[refused] = refusedStates
+			res.coreMisoperation++
+			kept = true
 		}
 		if !kept && lastErr != nil {
 			res.dropped = append(res.dropped, Dropped{Property: p.Path.String(), Generator: ng.name, Reason: lastErr.Error()})

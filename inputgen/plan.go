@@ -74,6 +74,9 @@ type Stats struct {
 	// and no in-object change can satisfy it (e.g. a resource claim where the schema has no
 	// pod-level resourceClaims).
 	RefsMisoperation int `json:"refsMisoperation,omitempty"`
+	// Core counts the API server's verdicts on core-typed values (nil when generation ran
+	// without a CoreValidator).
+	Core *CoreStats `json:"core,omitempty"`
 }
 
 // PropertyCoverage lists the test cases that change one property.

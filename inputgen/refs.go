@@ -498,8 +498,7 @@ func (g *Generator) resolveRefs(p *crd.Property, d *draft, start map[string]any)
 	if first == nil {
 		return refsUntouched, nil
 	}
-	relabelled := &draft{generator: d.generator, label: Misoperation, steps: d.steps, stepDescs: d.stepDescs,
-		description: d.description + " — a misoperation: " + first.describe()}
+	relabelled := d.asMisoperation(first.describe())
 	r := g.seedFor(p.Path.String(), d.generator+"\x00refs", 0)
 	// One decision per reference, so every step resolves it the same way.
 	chosen := map[string]any{}
