@@ -2,8 +2,9 @@
 // plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler built from
 // pinned upstream modules) whose nodes are virtual-kubelet node agents that run pod
 // containers as local processes, each pod in its own network namespace on a
-// per-cluster bridge. Several clusters run side by side; Delete, and GC after the
-// owner died, leave nothing behind.
+// per-cluster bridge, resolving names through the cluster's CoreDNS (the kube-dns
+// Service). Several clusters run side by side; Delete, and GC after the owner
+// died, leave nothing behind.
 package local
 
 import (
