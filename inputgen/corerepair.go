@@ -3,6 +3,7 @@ package inputgen
 import (
 	"context"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -124,6 +125,36 @@ func (g *Generator) repairCore(p *crd.Property, d *draft, ref *coreRefused, r *r
 			name := "gauntlet-" + c.word(5)
 			if len(validation.IsDNS1123Label(name)) == 0 && g.fits(prop, name) && setWherePresent(steps, root, ptr, name) {
 				note = "naming " + field + " " + name
+			}
+		case strings.HasPrefix(msg, "Unsupported value"):
+			// The server lists what it supports.
+			_, list, _ := strings.Cut(msg, "supported values: ")
+			var opts []any
+			for _, q := range strings.Split(list, ", ") {
+				if v, err := strconv.Unquote(strings.TrimSpace(q)); err == nil && g.fits(prop, v) {
+					opts = append(opts, v)
+				}
+			}
+			if len(opts) > 0 {
+				v := opts[r.IntN(len(opts))]
+				if setWherePresent(steps, root, ptr, v) {
+					note = "setting " + field + " to " + describeValue(v)
+				}
+			}
+		case strings.HasPrefix(msg, "Invalid value") && prop.IsLeaf():
+			// Another value the seed, the examples or Kubernetes know for the field.
+			cur, _ := jsonv.Get(steps[len(steps)-1], ptr)
+			var opts []any
+			for _, v := range c.candidates(prop) {
+				if !jsonv.Equal(v, cur) {
+					opts = append(opts, v)
+				}
+			}
+			if len(opts) > 0 {
+				v := opts[r.IntN(len(opts))]
+				if setWherePresent(steps, root, ptr, v) {
+					note = "setting " + field + " to " + describeValue(v)
+				}
 			}
 		}
 		if note != "" && !containsString(notes, note) {
