@@ -19,7 +19,7 @@ TEST_EVENTS ?= $(CACHE_DIR)/test-events.json
 export GAUNTLET_CACHE_DIR := $(CACHE_DIR)
 export GAUNTLET_OPERATOR_BINARY := $(CURDIR)/$(BIN)/valkey-operator
 
-.PHONY: all deps tools controlplane coredns build demo test test-unit bench bench-bugs bench-campaign vet fmt clean
+.PHONY: all deps tools controlplane coredns build demo test test-unit bench bench-bugs bench-campaign bench-inputgen vet fmt clean
 
 all: build
 
@@ -83,6 +83,12 @@ bench: deps controlplane coredns build
 ## bench-bugs: a campaign against each seeded bug (operator/testdata/bugs) and the clean operator; prints which oracle caught what
 bench-bugs: deps controlplane coredns build
 	@GAUNTLET_BENCH_BUGS_RUN=1 $(GO) test -count=1 -timeout 60m -run '^TestBenchBugs$$' -v ./bench/bugs/
+
+## bench-inputgen: for every CRD in ../shared/crds, coverage, semantic mapping, generation time and the share of
+## valid test cases the API server accepts once their core-typed values are rendered into real objects, with and
+## without the API server's judgement in generation
+bench-inputgen: controlplane
+	@GAUNTLET_BENCH_INPUTGEN=1 $(GO) test -run '^$$' -bench '^BenchmarkCoreAcceptance$$' -benchtime 1x -count 1 -timeout 30m ./inputgen/
 
 ## bench-campaign: the untuned nightly path on the clean operator — a breadth-first campaign with every
 ## fault kind, 2 workers, a time budget; prints steps and transitions per hour, timed-out steps, alarm

@@ -45,6 +45,9 @@ type GenOptions struct {
 	LLM LLMOptions
 	// Workers bounds parallelism (default GOMAXPROCS).
 	Workers int
+	// CoreValidator, when set, has the API server judge core-typed values (Options.CoreValidator);
+	// the caller starts and stops it (cmd/gauntlet uses cluster/local/apicheck).
+	CoreValidator CoreValidator
 	// Logger receives progress; nil discards.
 	Logger *slog.Logger
 }
@@ -129,13 +132,14 @@ func RunGen(ctx context.Context, opts GenOptions, stdout io.Writer) error {
 		}
 	}
 	g, err := NewGenerator(s, seed, Options{
-		Seed:         opts.Seed,
-		Examples:     examples,
-		Pool:         pool,
-		Dependencies: opts.Dependencies,
-		PodLabels:    opts.PodLabels,
-		Workers:      opts.Workers,
-		Logger:       log,
+		Seed:          opts.Seed,
+		Examples:      examples,
+		Pool:          pool,
+		Dependencies:  opts.Dependencies,
+		PodLabels:     opts.PodLabels,
+		Workers:       opts.Workers,
+		CoreValidator: opts.CoreValidator,
+		Logger:        log,
 	})
 	if err != nil {
 		return fmt.Errorf("gen: %w", err)
@@ -274,6 +278,12 @@ func printSummary(w io.Writer, s *crd.Schema, plan *Plan, llmOpts LLMOptions, ll
 		st.SemanticMapped, st.Properties, 100*st.SemanticShare, len(plan.SemanticRoots))
 	fmt.Fprintf(w, "  test cases           %d (%d valid, %d misoperation; %d need re-creation)\n", st.TestCases, st.Valid, st.Misoperation, st.Recreate)
 	fmt.Fprintf(w, "  invalid candidates   %d re-drawn, %d test cases dropped\n", st.Redrawn, st.Dropped)
+	if c := st.Core; c != nil {
+		fmt.Fprintf(w, "  API server check     %d core-typed values judged (%d verdicts reused): %d candidates repaired, %d redrawn, %d test cases labelled misoperations\n",
+			c.Checked, c.CacheHits, c.Repaired, c.Redrawn, c.Misoperation)
+	} else {
+		fmt.Fprintf(w, "  API server check     off: core-typed values (containers, affinity, claims, ...) not judged by the API server\n")
+	}
 	switch {
 	case !llmOpts.Enabled():
 		fmt.Fprintf(w, "  LLM values           off\n")
