@@ -29,8 +29,10 @@ import (
 var ErrNoJournal = errors.New("no journal.jsonl in the results folder: --resume needs the folder of a campaign that was started")
 
 // Plan generates the target's plan with inputgen and keeps the test cases the
-// target's property restriction wants.
-func Plan(ctx context.Context, t *targets.Target, seed int64) (*inputgen.Plan, error) {
+// target's property restriction wants. A core validator, when given, has the
+// API server judge core-typed values (inputgen.Options.CoreValidator); it
+// changes the plan, so every shard and resume of a campaign must pass the same.
+func Plan(ctx context.Context, t *targets.Target, seed int64, core ...inputgen.CoreValidator) (*inputgen.Plan, error) {
 	s, err := t.Schema()
 	if err != nil {
 		return nil, err
@@ -41,7 +43,11 @@ func Plan(ctx context.Context, t *targets.Target, seed int64) (*inputgen.Plan, e
 			pool.Add(path, v, inputgen.SourceTarget)
 		}
 	}
-	g, err := inputgen.NewGenerator(s, t.Seed, inputgen.Options{Seed: seed, Examples: t.Examples, Pool: pool, Dependencies: t.Dependencies, PodLabels: t.PodLabels})
+	opts := inputgen.Options{Seed: seed, Examples: t.Examples, Pool: pool, Dependencies: t.Dependencies, PodLabels: t.PodLabels}
+	if len(core) > 0 {
+		opts.CoreValidator = core[0]
+	}
+	g, err := inputgen.NewGenerator(s, t.Seed, opts)
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
