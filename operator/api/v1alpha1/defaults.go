@@ -91,8 +91,9 @@ func (c *ValkeyCluster) Defaulted() *ValkeyCluster {
 		g := DefaultTerminationGrace
 		s.TerminationGracePeriodSeconds = &g
 	}
+	userPod := s.PodSecurityContext
 	s.PodSecurityContext = overDefault(DefaultPodSecurityContext(), s.PodSecurityContext)
-	s.ContainerSecurityContext = overDefault(DefaultContainerSecurityContext(), s.ContainerSecurityContext)
+	s.ContainerSecurityContext = overDefault(containerDefaultUnder(userPod), s.ContainerSecurityContext)
 	return out
 }
 
@@ -141,6 +142,26 @@ func DefaultPodSecurityContext() *corev1.PodSecurityContext {
 		FSGroupChangePolicy: &policy,
 		SeccompProfile:      &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
+}
+
+// containerDefaultUnder is the default container security context without the
+// settings the user chose at pod level: a container-level value overrides the
+// pod's, so a default runAsNonRoot under the user's `runAsUser: 0,
+// runAsNonRoot: false` made every pod refused ("container has runAsNonRoot and
+// image will run as root"), and a default seccomp profile overrode the user's
+// pod-wide one — found by an untuned Gauntlet campaign (seed 2).
+func containerDefaultUnder(userPod *corev1.PodSecurityContext) *corev1.SecurityContext {
+	def := DefaultContainerSecurityContext()
+	if userPod == nil {
+		return def
+	}
+	if userPod.RunAsNonRoot != nil || userPod.RunAsUser != nil {
+		def.RunAsNonRoot = nil
+	}
+	if userPod.SeccompProfile != nil {
+		def.SeccompProfile = nil
+	}
+	return def
 }
 
 // DefaultContainerSecurityContext meets the "restricted" Pod Security profile.

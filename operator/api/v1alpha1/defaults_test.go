@@ -44,3 +44,30 @@ func TestSecurityContextsMergeOverDefaults(t *testing.T) {
 		t.Errorf("defaults not applied: %+v %+v", d.PodSecurityContext, d.ContainerSecurityContext)
 	}
 }
+
+// What the user chose at pod level is not overridden by a container-level
+// default (a container's setting wins over its pod's): `runAsUser: 0,
+// runAsNonRoot: false` left every pod refused ("container has runAsNonRoot
+// and image will run as root") in an untuned campaign (seed 2).
+func TestPodLevelChoicesNotOverriddenByContainerDefaults(t *testing.T) {
+	root, f := int64(0), false
+	c := &ValkeyCluster{Spec: ValkeyClusterSpec{PodSecurityContext: &corev1.PodSecurityContext{
+		RunAsUser: &root, RunAsGroup: &root, RunAsNonRoot: &f,
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}}}}
+	ctr := c.Defaulted().Spec.ContainerSecurityContext
+	if ctr.RunAsNonRoot != nil {
+		t.Errorf("container runAsNonRoot = %v, want unset so the pod's false governs", *ctr.RunAsNonRoot)
+	}
+	if ctr.SeccompProfile != nil {
+		t.Errorf("container seccompProfile = %+v, want unset so the pod's Unconfined governs", ctr.SeccompProfile)
+	}
+	if ctr.ReadOnlyRootFilesystem == nil || ctr.Capabilities == nil {
+		t.Errorf("the other container defaults are lost: %+v", ctr)
+	}
+	// A container-level choice of the user still wins.
+	tr := true
+	c.Spec.ContainerSecurityContext = &corev1.SecurityContext{RunAsNonRoot: &tr}
+	if got := c.Defaulted().Spec.ContainerSecurityContext.RunAsNonRoot; got == nil || !*got {
+		t.Errorf("the user's container runAsNonRoot = %v, want true", got)
+	}
+}
