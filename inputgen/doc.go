@@ -19,6 +19,14 @@
 //     (pruning, defaulting, OpenAPI schema validation, list types, embedded resources, CEL rules
 //     with transition rules); invalid candidates are re-drawn, repaired or dropped and counted.
 //     DryRunValidator asks a real API server instead when a cluster is at hand.
+//   - Core-typed values (a container, an affinity, a claim template, a label selector, …) are
+//     judged the way the API server will once the operator renders them: with a CoreValidator
+//     (Options.CoreValidator; cluster/local/apicheck dry-runs on its own API server), each value a
+//     valid candidate introduces is wrapped in the smallest real object that carries it (a Pod, a
+//     PersistentVolumeClaim, a Service, a PodDisruptionBudget, a Deployment or StatefulSet) and
+//     dry-run created. A refusal is repaired from the server's causes (a required field set, a
+//     forbidden one removed), else the candidate is drawn again, else the test case becomes a
+//     misoperation whose description gives the server's reason. Verdicts are cached.
 //   - A seed fixes every choice (math/rand/v2 PCG sources derived per property and generator), so
 //     a plan replays exactly. The Plan lists every property with the test cases that change it.
 //

@@ -44,7 +44,8 @@ type Options struct {
 	MaxAttempts int
 	// MaxEnumCases bounds the per-value test cases of one enum (default 8).
 	MaxEnumCases int
-	// Workers is the number of properties generated in parallel (default GOMAXPROCS).
+	// Workers is the number of properties generated in parallel (default GOMAXPROCS, four times
+	// that with a CoreValidator).
 	Workers int
 	// CoreValidator, when set, judges the core-typed values valid test cases introduce
 	// (containers, affinity, PVC templates, Services, label selectors, …) wrapped in the smallest
@@ -87,6 +88,10 @@ func NewGenerator(s *crd.Schema, seed map[string]any, opts Options) (*Generator,
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = runtime.GOMAXPROCS(0)
+		if opts.CoreValidator != nil {
+			// Properties wait on the API server's answers: more of them in flight.
+			opts.Workers *= 4
+		}
 	}
 	log := opts.Logger
 	if log == nil {
