@@ -27,6 +27,10 @@ type Pod struct {
 	Deleting bool
 	// Ready: Kubernetes reports the pod Ready.
 	Ready bool
+	// Stalled: a container of the pod waits in a state it does not leave by
+	// itself (its image cannot be pulled, a crash loop, a configuration
+	// error), so the pod will not become Ready from its template.
+	Stalled bool
 	// Label is the value of the role label ("" when absent).
 	Label string
 	// UpToDate: the pod runs the StatefulSet's current revision.

@@ -205,6 +205,13 @@ func TestPlanRoll(t *testing.T) {
 			view("v-0", master(0, 1, 1), with(replica(1, 0, 0, 0), crashed), replica(2, 0, 1, 1)), DeletePod, "v-1", ""},
 		{"an up-to-date replica that does not run is waited for",
 			view("v-0", with(master(0, 1, 1), old), replica(1, 0, 1, 1), with(replica(2, 0, 0, 0), func(p *Pod) { pending(p); p.UpToDate = true })), Wait, "", ""},
+		// Found by an untuned Gauntlet campaign (seed 2): after a roll-back of
+		// spec.exporter.image, a replica from the bad template ran Valkey but its
+		// exporter sidecar could not be pulled, so it never became Ready.
+		{"an outdated replica with a stalled sidecar is replaced at once",
+			view("v-0", master(0, 1, 1), replica(1, 0, 1, 1), with(replica(2, 0, 1, 1), func(p *Pod) { old(p); p.Ready, p.Stalled = false, true })), DeletePod, "v-2", ""},
+		{"an up-to-date replica with a stalled sidecar is waited for",
+			view("v-0", with(master(0, 1, 1), old), replica(1, 0, 1, 1), with(replica(2, 0, 1, 1), func(p *Pod) { p.Ready, p.Stalled = false, true })), Wait, "", ""},
 		{"an outdated replica being deleted is waited for",
 			view("v-0", master(0, 1, 1), replica(1, 0, 1, 1), with(replica(2, 0, 0, 0), func(p *Pod) { pending(p); p.Deleting = true })), Wait, "", ""},
 	}

@@ -32,9 +32,18 @@ func PlanRoll(v View) Action {
 	// template that asked for more than any node has leaves it Pending even
 	// after the spec is rolled back). Delete it at once so the StatefulSet
 	// re-creates it from the current template, as the roll would anyway.
+	// The same for one whose server runs but which a stalled sidecar (an image
+	// that cannot be pulled) keeps from ever becoming Ready.
 	for i := len(outdated) - 1; i >= 0; i-- {
-		if p := outdated[i]; p.Name != primary.Name && !p.Running && !p.Observed && !p.Deleting {
+		p := outdated[i]
+		if p.Name == primary.Name || p.Deleting {
+			continue
+		}
+		if !p.Running && !p.Observed {
 			return Action{Kind: DeletePod, Pod: p.Name, Reason: "rolling restart: replica at an old revision does not run (pending or crashed): replaced from the current template"}
+		}
+		if p.Stalled && !p.Ready {
+			return Action{Kind: DeletePod, Pod: p.Name, Reason: "rolling restart: replica at an old revision has a container that cannot start (image pull or crash loop): replaced from the current template"}
 		}
 	}
 	if len(v.Pods) < v.Replicas {

@@ -411,6 +411,21 @@ func containerRunning(pod *corev1.Pod) bool {
 	return false
 }
 
+// stalledReasons are the waiting reasons a container does not leave by itself.
+var stalledReasons = map[string]bool{"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true,
+	"CrashLoopBackOff": true, "CreateContainerConfigError": true, "CreateContainerError": true}
+
+// stalled reports whether a container of pod waits in a state it does not
+// leave by itself (failover.Pod.Stalled).
+func stalled(pod *corev1.Pod) bool {
+	for _, cs := range append(append([]corev1.ContainerStatus(nil), pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
+		if w := cs.State.Waiting; w != nil && stalledReasons[w.Reason] {
+			return true
+		}
+	}
+	return false
+}
+
 func podReady(pod *corev1.Pod) bool {
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodReady {
@@ -477,7 +492,7 @@ func (p *pass) view() failover.View {
 	for _, r := range p.w.pods {
 		fp := failover.Pod{
 			Name: r.name, Ordinal: r.ordinal, IP: r.ip, Running: r.running,
-			Deleting: r.pod.DeletionTimestamp != nil, Ready: podReady(r.pod),
+			Deleting: r.pod.DeletionTimestamp != nil, Ready: podReady(r.pod), Stalled: stalled(r.pod),
 			Label:    r.pod.Labels[v1alpha1.LabelRole],
 			UpToDate: updateRev == "" || r.pod.Labels[appsv1.ControllerRevisionHashLabelKey] == updateRev,
 			Observed: r.observed, Info: r.info,
