@@ -101,8 +101,22 @@ func run(w io.Writer, dir string) error {
 	fmt.Fprintf(w, "  transitions:          %d (%.0f per hour)\n", sum.StepsDone, float64(sum.StepsDone)/wall.Hours())
 	fmt.Fprintf(w, "  timed-out steps:      %d (slowest convergence %s)\n", timedOut, slowest.Round(time.Second))
 	fmt.Fprintf(w, "  stuck steps:          %d (ended early: ≈ %s saved against the default timeouts)\n", stuck, saved.Round(time.Second))
-	fmt.Fprintf(w, "  alarm groups:         %d\n", len(sum.Alarms))
+	// Warning groups (a fault the back end could not inject, a desired state
+	// the API server refused) are recorded, not alarms.
+	var alarms, warnings []reports.AlarmGroup
 	for _, g := range sum.Alarms {
+		if g.Severity == model.SeverityWarning {
+			warnings = append(warnings, g)
+		} else {
+			alarms = append(alarms, g)
+		}
+	}
+	fmt.Fprintf(w, "  warning groups:       %d\n", len(warnings))
+	for _, g := range warnings {
+		fmt.Fprintf(w, "    - %s: %s (%d steps)\n", g.Oracle, g.Summary, len(g.Steps))
+	}
+	fmt.Fprintf(w, "  alarm groups:         %d\n", len(alarms))
+	for _, g := range alarms {
 		fmt.Fprintf(w, "    - %s: %s (%d steps)\n", g.Oracle, g.Summary, len(g.Steps))
 	}
 	fmt.Fprintf(w, "  misoperation groups:  %d\n", len(sum.Misoperations))
