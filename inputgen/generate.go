@@ -50,8 +50,9 @@ type Options struct {
 	// CoreValidator, when set, judges the core-typed values valid test cases introduce
 	// (containers, affinity, PVC templates, Services, label selectors, …) wrapped in the smallest
 	// real object that carries each, as the API server will once the operator renders them: a
-	// refused value is drawn again, and when no draw passes the test case becomes a
-	// misoperation whose description gives the server's reason. Verdicts are cached.
+	// refused candidate is repaired from the server's causes or drawn again, and when no draw
+	// passes the test case becomes a misoperation whose description gives the server's reason
+	// (" — a misoperation: ", as for dangling in-object references). Verdicts are cached.
 	CoreValidator CoreValidator
 	// ServerValidator, when set, also checks every kept test case (e.g. a DryRunValidator against a
 	// real cluster); a rejection drops the test case.
@@ -217,8 +218,9 @@ type propResult struct {
 	// refsRepaired and refsMisoperation count kept test cases whose in-object references were
 	// resolved, or which became misoperations because one dangles.
 	refsRepaired, refsMisoperation int
-	// coreRedrawn and coreMisoperation count valid candidates the API server refused a
-	// core-typed value of, and test cases labelled misoperations for one.
+	// coreRedrawn, coreMisoperation and coreRepaired count valid candidates drawn again because
+	// the API server refused a core-typed value of theirs, test cases labelled misoperations for
+	// one, and candidates repaired from the server's causes.
 	coreRedrawn, coreMisoperation, coreRepaired int
 	dropped                                     []Dropped
 	states                                      map[*TestCase][]map[string]any
