@@ -170,6 +170,17 @@ func Create(ctx context.Context, opts Options) (c *Cluster, err error) {
 		removed, gcErr := GC(ctx, "")
 		c.log.Info("collected abandoned clusters", "removed", removed, "err", gcErr)
 		c.net, err = podnet.Create(ctx, netCfg)
+		if errors.Is(err, podnet.ErrBridgeExists) && !liveClusterNamed(opts.Name, info.Dir) {
+			// No cluster of this name runs under any known root: the bridge is
+			// an orphan whose state folder is gone (removed by hand, or a
+			// root never registered). Its pods died with their owner
+			// (parent-death signal); remove its links by name.
+			c.log.Info("removing an orphaned bridge and veths of a dead cluster of this name")
+			if cerr := podnet.Cleanup(ctx, netCfg); cerr != nil {
+				c.log.Info("orphan cleanup", "err", cerr)
+			}
+			c.net, err = podnet.Create(ctx, netCfg)
+		}
 	}
 	if err != nil {
 		<-binCh

@@ -3,6 +3,8 @@ package local
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -699,6 +701,22 @@ func TestE2ETwoClustersAndGC(t *testing.T) {
 	// The shared cluster is untouched.
 	if _, err := a.Client().CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); err != nil {
 		t.Fatalf("shared cluster broken by GC: %v", err)
+	}
+
+	// A bridge no recorded cluster owns (its state folder was removed) does not
+	// block a new cluster of that name.
+	sum := sha256.Sum256([]byte("e2e-orphan"))
+	orphan := "gt" + hex.EncodeToString(sum[:])[:7]
+	if out, err := exec.Command("ip", "link", "add", "name", orphan, "type", "bridge").CombinedOutput(); err != nil {
+		t.Fatalf("ip link add %s: %v: %s", orphan, err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", orphan).Run() })
+	fresh, err := Create(ctx, Options{Name: "e2e-orphan", StateRoot: t.TempDir(), Nodes: 1, Log: testLogger()})
+	if err != nil {
+		t.Fatalf("Create over an orphaned bridge: %v", err)
+	}
+	if err := fresh.Delete(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
 

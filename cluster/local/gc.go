@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"syscall"
 	"time"
@@ -85,6 +87,34 @@ func gcRoot(ctx context.Context, root, record string) ([]string, error) {
 		_ = os.Remove(record)
 	}
 	return removed, errors.Join(errs...)
+}
+
+// liveClusterNamed reports whether a cluster called name, other than the one in
+// folder self, has a live owner under the home state root or any root
+// registered there. An unreadable registry counts as live: it is never a
+// reason to remove another cluster's network.
+func liveClusterNamed(name, self string) bool {
+	home := StateRoot("")
+	others, err := registeredRoots(home)
+	if err != nil {
+		return true
+	}
+	roots := append([]string{home}, slices.Collect(maps.Keys(others))...)
+	for _, root := range roots {
+		infos, err := List(root)
+		if err != nil {
+			return true
+		}
+		for _, info := range infos {
+			if info.Name != name || filepath.Clean(info.Dir) == filepath.Clean(self) {
+				continue
+			}
+			if _, alive, _ := pidfile.Alive(ownerRecord(info.Dir)); alive {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Down deletes the cluster called name from another process: it asks the owner to
