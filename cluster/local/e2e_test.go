@@ -678,6 +678,24 @@ func TestE2ETwoClustersAndGC(t *testing.T) {
 	requireDNSRecord(t, recs)
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()
+	// Before any GC: no control-plane, DNS or container process outlives its
+	// SIGKILLed owner (parent-death signals). Mounts and links are kernel
+	// state, left for GC below.
+	var alive []string
+	for wait := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		alive = alive[:0]
+		for _, l := range leftovers(t, info, recs) {
+			if strings.HasPrefix(l, "process ") {
+				alive = append(alive, l)
+			}
+		}
+		if len(alive) == 0 || time.Now().After(wait) {
+			break
+		}
+	}
+	if len(alive) > 0 {
+		t.Errorf("processes outlived their SIGKILLed owner (no GC yet): %v", alive)
+	}
 	// A new cluster of the same name, under another state root (a later test
 	// run's temporary one), finds the dead owner's bridge and collects the
 	// abandoned cluster first: GC of the home root reaches shared.root through
