@@ -31,7 +31,9 @@ type GenOptions struct {
 	OutDir string
 	// Seed fixes every random choice.
 	Seed int64
-	// Version is the CRD version to test (default: the storage version).
+	// Version is the CRD version to test (default: the seed's own version, which the CRD must
+	// serve; the storage version when the seed's apiVersion names none). An explicit version must
+	// be the seed's.
 	Version string
 	// Kind picks the CRD when the file holds several (default: the seed's kind).
 	Kind string
@@ -43,6 +45,9 @@ type GenOptions struct {
 	PodLabels map[string]string
 	// LLM configures LLM-proposed values (off unless configured).
 	LLM LLMOptions
+	// Lenient drops seed fields the schema does not declare with a warning instead of refusing the
+	// seed.
+	Lenient bool
 	// Workers bounds parallelism (default GOMAXPROCS).
 	Workers int
 	// CoreValidator, when set, has the API server judge core-typed values (Options.CoreValidator);
@@ -89,13 +94,18 @@ func RunGen(ctx context.Context, opts GenOptions, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("gen: %w", err)
 	}
-	s, err := crd.NewSchema(def, opts.Version)
+	seed, others, err := pickSeed(def.Spec.Group, def.Spec.Names.Kind, seedObjs)
 	if err != nil {
-		return fmt.Errorf("gen: %w", err)
-	}
-	seed, others, err := pickSeed(s, seedObjs)
-	if err != nil {
+		// A CRD the generator cannot use is the first thing to fix.
+		if _, serr := crd.NewSchema(def, opts.Version); serr != nil {
+			return fmt.Errorf("gen: %w", serr)
+		}
 		return fmt.Errorf("gen: %s: %w", opts.SeedPath, err)
+	}
+	seedAPIVersion, _ := seed["apiVersion"].(string)
+	s, err := crd.NewSchemaForObject(def, opts.Version, seedAPIVersion)
+	if err != nil {
+		return fmt.Errorf("gen: seed %s: %w", opts.SeedPath, err)
 	}
 	examples := others
 	for _, p := range opts.ExamplePaths {
@@ -139,6 +149,7 @@ func RunGen(ctx context.Context, opts GenOptions, stdout io.Writer) error {
 		PodLabels:     opts.PodLabels,
 		Workers:       opts.Workers,
 		CoreValidator: opts.CoreValidator,
+		Lenient:       opts.Lenient,
 		Logger:        log,
 	})
 	if err != nil {
@@ -155,17 +166,17 @@ func RunGen(ctx context.Context, opts GenOptions, stdout io.Writer) error {
 	return nil
 }
 
-// pickSeed returns the first object of the schema's kind and the remaining objects.
-func pickSeed(s *crd.Schema, objs []map[string]any) (map[string]any, []map[string]any, error) {
+// pickSeed returns the first object of the group's kind and the remaining objects.
+func pickSeed(group, kind string, objs []map[string]any) (map[string]any, []map[string]any, error) {
 	for i, o := range objs {
 		av, _ := o["apiVersion"].(string)
 		k, _ := o["kind"].(string)
-		if k == s.Kind && strings.HasPrefix(av, s.Group+"/") {
+		if k == kind && strings.HasPrefix(av, group+"/") {
 			rest := append(append([]map[string]any{}, objs[:i]...), objs[i+1:]...)
 			return o, rest, nil
 		}
 	}
-	return nil, nil, fmt.Errorf("no %s object of group %s in the seed file: %w", s.Kind, s.Group, ErrNoObject)
+	return nil, nil, fmt.Errorf("no %s object of group %s in the seed file: %w", kind, group, ErrNoObject)
 }
 
 var unsafeFileChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
@@ -290,6 +301,9 @@ func printSummary(w io.Writer, s *crd.Schema, plan *Plan, llmOpts LLMOptions, ll
 	default:
 		fmt.Fprintf(w, "  LLM values           %d properties asked (%d from cache, %d requests), %d values, %d failed\n",
 			llmStats.Asked, llmStats.FromCache, llmStats.Requests, llmStats.Values, llmStats.Failed)
+	}
+	for _, sw := range plan.SeedWarnings {
+		fmt.Fprintf(w, "  seed warning         %s\n", sw)
 	}
 	for i, pc := range plan.Properties {
 		if !pc.Covered {

@@ -54,6 +54,9 @@ type Options struct {
 	// passes the test case becomes a misoperation whose description gives the server's reason
 	// (" — a misoperation: ", as for dangling in-object references). Verdicts are cached.
 	CoreValidator CoreValidator
+	// Lenient drops the seed's fields the schema does not declare with a warning (Plan.SeedWarnings)
+	// instead of refusing the seed (ErrSeedUnknownField).
+	Lenient bool
 	// ServerValidator, when set, also checks every kept test case (e.g. a DryRunValidator against a
 	// real cluster); a rejection drops the test case.
 	ServerValidator Validator
@@ -77,6 +80,8 @@ type Generator struct {
 	// core caches the CoreValidator's verdicts (nil without one).
 	core     *coreCache
 	samplers sync.Map // pattern -> *regexgen.Sampler or error
+	// seedWarnings are what the seed checks reported (Plan.SeedWarnings).
+	seedWarnings []string
 }
 
 // NewGenerator validates the seed against the schema, infers semantics and mines the examples.
@@ -135,6 +140,10 @@ func (g *Generator) setSeed(seed map[string]any) error {
 			delete(md, k)
 		}
 	}
+	warnings, err := checkSeedFields(g.val, seed, g.opts.Lenient)
+	if err != nil {
+		return err
+	}
 	if err := g.val.ValidateCreate(context.Background(), seed); err != nil {
 		return fmt.Errorf("%w: %w", ErrSeedInvalid, err)
 	}
@@ -149,6 +158,10 @@ func (g *Generator) setSeed(seed map[string]any) error {
 	g.baseStored, err = g.val.normalizeStored(base)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrSeedInvalid, err)
+	}
+	g.seedWarnings = append(warnings, seedSense(g.schema, base)...)
+	for _, w := range g.seedWarnings {
+		g.log.Warn("seed", "warning", w)
 	}
 	return nil
 }
@@ -273,6 +286,7 @@ feed:
 		Base:          jsonv.CopyMap(g.base),
 		states:        map[string][]map[string]any{},
 		SemanticRoots: g.sem.Roots,
+		SeedWarnings:  g.seedWarnings,
 	}
 	ids := map[string]int{}
 	for _, r := range results {

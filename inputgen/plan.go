@@ -34,6 +34,10 @@ type Plan struct {
 	TestCases []*TestCase `json:"testCases"`
 	// Dropped lists generators that never produced a valid candidate, with the last reason.
 	Dropped []Dropped `json:"dropped,omitempty"`
+	// SeedWarnings lists what the seed checks reported: fields the schema does not declare
+	// (dropped, with Options.Lenient) and values the schema allows but scenarios cannot use
+	// meaningfully (a negative replica count, a port above 65535, a negative quantity).
+	SeedWarnings []string `json:"seedWarnings,omitempty"`
 	// SemanticRoots lists the sub-schemas matched to Kubernetes core types.
 	SemanticRoots []semantic.RootMatch `json:"semanticRoots,omitempty"`
 

@@ -20,6 +20,8 @@ type realCase struct {
 	schema   *crd.Schema
 	seed     map[string]any
 	examples []map[string]any
+	// unknown are the fields of the example seed the schema does not declare (pruned from seed).
+	unknown []string
 }
 
 // realCases loads every CRD in ../shared/crds. The seed of a kind is its first object in the
@@ -67,6 +69,18 @@ func realCases(t testing.TB) []realCase {
 				}
 				if rc.seed == nil {
 					t.Fatalf("%s: no example of %s to seed from", op.Name, s.APIVersion())
+				}
+				// Three example seeds set fields their CRD does not declare
+				// (TestRealSeedUnknownFields): the tests use what the API server keeps.
+				v, err := NewLocalValidator(s)
+				if err != nil {
+					t.Fatalf("%s: %v", rc.name, err)
+				}
+				if rc.unknown, err = v.UnknownFields(rc.seed); err != nil {
+					t.Fatalf("%s: %v", rc.name, err)
+				}
+				if rc.seed, err = v.Prune(rc.seed); err != nil {
+					t.Fatalf("%s: %v", rc.name, err)
 				}
 				out = append(out, rc)
 			}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gauntlet-dev/gauntlet/cluster/local/imagemap"
 	"github.com/gauntlet-dev/gauntlet/inputgen"
 	"github.com/gauntlet-dev/gauntlet/inputgen/crd"
 	"github.com/gauntlet-dev/gauntlet/monitors"
@@ -31,7 +32,8 @@ type Target struct {
 	Source string `json:"source"`
 	// CRDFiles hold the CRDs (absolute paths); the one serving Kind is tested.
 	CRDFiles []string `json:"crdFiles"`
-	// Kind and Version select the CRD version under test (Version empty: storage version).
+	// Kind and Version select the CRD version under test (Version empty: the seed's own served
+	// version, else the storage version).
 	Kind    string `json:"kind"`
 	Version string `json:"version,omitempty"`
 	// Seed is the seed CR D0 (metadata.name set; namespace is the campaign's).
@@ -59,6 +61,10 @@ type Target struct {
 	// Fixtures are manifests (files or directories) created in every test namespace before
 	// the seed: the objects the CR refers to, such as a password Secret.
 	Fixtures []string `json:"fixtures,omitempty"`
+	// ImageMapping are image-mapping rules for the embedded cluster (how the operator's
+	// and its operands' images run), tried after a --image-mapping file's and before the
+	// shipped defaults. Program paths are absolute (a target file's are expanded).
+	ImageMapping []imagemap.Rule `json:"imageMapping,omitempty"`
 	// References are CR paths whose value names an object in the test namespace, in
 	// addition to those References infers from field names (secretName, passwordSecret.name, …).
 	// A desired state naming an object that does not exist is run as a misoperation.
@@ -142,7 +148,9 @@ func (t *Target) Schema() (*crd.Schema, error) {
 		if err != nil {
 			return nil, fmt.Errorf("target %s: %s: %w", t.Name, f, err)
 		}
-		s, err := crd.NewSchema(def, t.Version)
+		// The seed's own served version unless the target names one.
+		av, _ := t.Seed["apiVersion"].(string)
+		s, err := crd.NewSchemaForObject(def, t.Version, av)
 		if err != nil {
 			return nil, fmt.Errorf("target %s: %s: %w", t.Name, f, err)
 		}

@@ -315,3 +315,65 @@ func isIntOrStringAnyOf(alts []structuralschema.NestedValueValidation) bool {
 	}
 	return true
 }
+
+// ErrVersionNotServed is returned when an object's (a seed's) version is declared by the CRD but not
+// served: the API server refuses every request in it.
+var ErrVersionNotServed = errors.New("CRD version is not served")
+
+// ObjectVersion returns the version of c an object with the given apiVersion (group/version) is
+// written in, for generation to use by default: the version part when c declares and serves it.
+// It returns "" (the storage version) when apiVersion carries no version or is of another group,
+// and an error naming the served versions when the version is unknown or not served.
+func ObjectVersion(c *apiextensionsv1.CustomResourceDefinition, apiVersion string) (string, error) {
+	group, version, ok := strings.Cut(apiVersion, "/")
+	if !ok || group != c.Spec.Group || version == "" {
+		return "", nil
+	}
+	var served []string
+	var found *apiextensionsv1.CustomResourceDefinitionVersion
+	for i := range c.Spec.Versions {
+		v := &c.Spec.Versions[i]
+		if v.Served {
+			served = append(served, v.Name)
+		}
+		if v.Name == version {
+			found = v
+		}
+	}
+	switch {
+	case found == nil:
+		return "", fmt.Errorf("object is %s but CRD %s has no version %q (served: %s): write it in a served version: %w",
+			apiVersion, c.Name, version, strings.Join(served, ", "), ErrVersionNotFound)
+	case !found.Served:
+		return "", fmt.Errorf("object is %s but CRD %s does not serve %s (served: %s): write it in a served version: %w",
+			apiVersion, c.Name, version, strings.Join(served, ", "), ErrVersionNotServed)
+	}
+	return version, nil
+}
+
+// ErrVersionMismatch is returned when a version is asked for explicitly and the object (the seed)
+// is written in another one.
+var ErrVersionMismatch = errors.New("object is written in another version than the one asked for")
+
+// NewSchemaForObject builds the model of the version of c an object with the given apiVersion is
+// written in (ObjectVersion): by default the object's own served version, the storage version when
+// apiVersion names none. An explicit version must be the object's.
+func NewSchemaForObject(c *apiextensionsv1.CustomResourceDefinition, version, apiVersion string) (*Schema, error) {
+	if version != "" {
+		if _, err := pickVersion(c, version); err != nil {
+			return nil, err
+		}
+	}
+	own, err := ObjectVersion(c, apiVersion)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case version == "":
+		version = own
+	case own != "" && own != version:
+		return nil, fmt.Errorf("version %s asked for, but the object is %s: drop the version to test %s, or write the object in %s/%s: %w",
+			version, apiVersion, own, c.Spec.Group, version, ErrVersionMismatch)
+	}
+	return NewSchema(c, version)
+}
