@@ -124,6 +124,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Target == nil || cfg.Provider == nil {
 		return nil, errors.New("campaign: Config.Target and Config.Provider are required")
 	}
+	var err error
+	if cfg.Provider, err = prepareImages(cfg.Provider, cfg.Target); err != nil {
+		return nil, err
+	}
 	began := time.Now()
 	dir := cfg.OutDir
 	if err := os.MkdirAll(dir, 0o755); err != nil {

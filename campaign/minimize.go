@@ -304,6 +304,10 @@ func Reproduce(ctx context.Context, cfg Config, rep *Reproducer) (*ReproduceResu
 	if cfg.Target == nil || cfg.Provider == nil {
 		return nil, errors.New("reproduce: Config.Target and Config.Provider are required")
 	}
+	var err error
+	if cfg.Provider, err = prepareImages(cfg.Provider, cfg.Target); err != nil {
+		return nil, err
+	}
 	if len(rep.Steps) == 0 && !strings.HasPrefix(rep.FromStep, "w") {
 		return nil, ErrNoSteps
 	}

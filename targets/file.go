@@ -10,6 +10,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/gauntlet-dev/gauntlet/cluster/local/imagemap"
 	"github.com/gauntlet-dev/gauntlet/inputgen"
 )
 
@@ -34,6 +35,11 @@ import (
 //	differentialMasks: [PersistentVolumeClaim/data-*] # state kept by design depending on history
 //	fixtures: [samples/secret.yaml] # created in every test namespace before the seed
 //	references: [{path: spec.backup.claim, kind: PersistentVolumeClaim}]
+//	imageMapping:          # how images run on the embedded cluster (an image-mapping file's content)
+//	  rules:
+//	  - images: ["example/foo:*"]
+//	    entrypoint: [/manager]
+//	    programs: {/manager: ["${GAUNTLET_CACHE_DIR}/foo/manager", ../bin/manager]}
 type fileSpec struct {
 	Name         string                `json:"name"`
 	CRDs         []string              `json:"crds"`
@@ -51,6 +57,7 @@ type fileSpec struct {
 	Fixtures     []string              `json:"fixtures,omitempty"`
 	DiffMasks    []string              `json:"differentialMasks,omitempty"`
 	References   []Reference           `json:"references,omitempty"`
+	ImageMapping *imagemap.File        `json:"imageMapping,omitempty"`
 }
 
 type fileDeployStep struct {
@@ -114,6 +121,16 @@ func parseFile(path string, data []byte) (*Target, error) {
 		if r.Path == "" || r.Kind == "" {
 			return nil, fmt.Errorf("target file %s: references[%d] needs a path and a kind (e.g. {path: spec.tls.secretName, kind: Secret})", path, i)
 		}
+	}
+	if spec.ImageMapping != nil {
+		rules, err := imagemap.Expand(spec.ImageMapping.Rules, dir)
+		if err != nil {
+			return nil, fmt.Errorf("target file %s: imageMapping: %w", path, err)
+		}
+		if err := imagemap.Validate(rules, "imageMapping"); err != nil {
+			return nil, fmt.Errorf("target file %s: %w", path, err)
+		}
+		t.ImageMapping = rules
 	}
 	for _, c := range spec.CRDs {
 		t.CRDFiles = append(t.CRDFiles, abs(dir, c))

@@ -107,7 +107,7 @@ func setUp(ctx context.Context, tb testing.TB, r Reproducer, o options) environm
 			testenv.Unavailable(tb, "the operator binary %s is missing (build it with `make build` in the Gauntlet repository, or set GAUNTLET_OPERATOR_BINARY to your build): %v", bin, err)
 		}
 	}
-	prov := local.Provider{Options: local.Options{StateRoot: o.stateRoot, OperatorBinary: bin, MappingFile: o.imageMapping, Nodes: o.nodes, Log: o.log}}
+	prov := local.Provider{Options: local.Options{StateRoot: o.stateRoot, OperatorBinary: bin, MappingFile: o.imageMapping, MappingRules: t.ImageMapping, Nodes: o.nodes, Log: o.log}}
 	name := clusterName()
 	cctx, cancel := context.WithTimeout(ctx, setupBudget)
 	defer cancel()

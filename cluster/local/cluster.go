@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/gauntlet-dev/gauntlet/cluster/local/imagemap"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/controlplane"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/coredns"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/images"
@@ -67,6 +68,9 @@ type Options struct {
 	APIServerPort int
 	// MappingFile is a user image-mapping file merged in front of the defaults.
 	MappingFile string
+	// MappingRules are image-mapping rules (a target's imageMapping) tried after
+	// MappingFile's and before the shipped defaults.
+	MappingRules []imagemap.Rule
 	// OperatorBinary is the bundled operator's binary, the target of its image mapping.
 	OperatorBinary string
 	// Log receives progress (default: discarded).
@@ -298,11 +302,26 @@ func withDefaults(o Options) Options {
 }
 
 func loadMapping(opts Options) (*images.Mapping, error) {
-	m, err := images.Load(opts.MappingFile, images.Options{OperatorBinary: opts.OperatorBinary})
+	rules, err := mappingRules(opts)
+	if err != nil {
+		return nil, err
+	}
+	iopts := images.Options{OperatorBinary: opts.OperatorBinary}
+	m, err := images.New(append(rules, images.DefaultRules(iopts)...), iopts)
 	if err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
 	return m, nil
+}
+
+// mappingRules are the user's rules in the order they are tried: the mapping
+// file's, then MappingRules (the shipped defaults come after both).
+func mappingRules(opts Options) ([]imagemap.Rule, error) {
+	rules, err := imagemap.ReadFile(opts.MappingFile)
+	if err != nil {
+		return nil, fmt.Errorf("local: %w", err)
+	}
+	return append(rules, opts.MappingRules...), nil
 }
 
 // reserve picks a pod CIDR under the state-root lock (the caller also holds the

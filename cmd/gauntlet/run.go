@@ -14,6 +14,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/cluster"
 	"github.com/gauntlet-dev/gauntlet/cluster/kind"
 	"github.com/gauntlet-dev/gauntlet/cluster/local"
+	"github.com/gauntlet-dev/gauntlet/cluster/local/imagemap"
 	"github.com/gauntlet-dev/gauntlet/targets"
 )
 
@@ -23,6 +24,7 @@ type runFlags struct {
 	opBin    string
 	stateDir string
 	backend  string
+	mapping  string
 }
 
 func (f *runFlags) add(cmd *cobra.Command) {
@@ -30,6 +32,7 @@ func (f *runFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.opBin, "operator-binary", "", "binary the bundled operator image maps to (default $GAUNTLET_OPERATOR_BINARY or REPO/bin/valkey-operator)")
 	cmd.Flags().StringVar(&f.stateDir, "state-dir", "", "embedded clusters' state root (default $GAUNTLET_STATE_DIR or /var/lib/gauntlet)")
 	cmd.Flags().StringVar(&f.backend, "backend", "local", "cluster back end: local (embedded, the default) or kind (needs Docker)")
+	cmd.Flags().StringVar(&f.mapping, "image-mapping", "", "image-mapping file (YAML) for the embedded clusters, tried before the target's imageMapping and the shipped defaults")
 }
 
 // findRepo finds the Gauntlet repository above the working directory, else above
@@ -71,7 +74,12 @@ func (f *runFlags) resolve(g *globals, spec string) (*targets.Target, cluster.Pr
 	if bin == "" && repo != "" {
 		bin = filepath.Join(repo, "bin", "valkey-operator")
 	}
-	return t, local.Provider{Options: local.Options{StateRoot: f.stateDir, OperatorBinary: bin, Log: g.logger()}}, nil
+	if f.mapping != "" {
+		if _, err := imagemap.ReadFile(f.mapping); err != nil {
+			return nil, nil, fmt.Errorf("--image-mapping: %w", err)
+		}
+	}
+	return t, local.Provider{Options: local.Options{StateRoot: f.stateDir, OperatorBinary: bin, MappingFile: f.mapping, Log: g.logger()}}, nil
 }
 
 func newRunCmd(g *globals) *cobra.Command {

@@ -1,0 +1,59 @@
+package campaign
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/gauntlet-dev/gauntlet/cluster"
+	"github.com/gauntlet-dev/gauntlet/cluster/local/imagemap"
+	"github.com/gauntlet-dev/gauntlet/targets"
+)
+
+// ErrUnmappedImage is returned before any cluster starts when the target's
+// deploy steps run an image that the embedded cluster's image mapping does not
+// map: the operator would wait in ImagePullBackOff until the deploy timed out.
+var ErrUnmappedImage = errors.New("image not mapped")
+
+// imageMapper is implemented by providers whose clusters run images through an
+// image mapping (local.Provider): the campaign hands them the target's rules
+// and asks which images they could not run.
+type imageMapper interface {
+	WithImageRules(rules []imagemap.Rule) cluster.Provider
+	UnmappedImages(imgs []string) ([]string, error)
+}
+
+// prepareImages gives the provider the target's image mapping and refuses a
+// target whose deploy steps run an image no rule maps, naming the images and
+// the fix. Providers without an image mapping (kind) are returned unchanged.
+func prepareImages(p cluster.Provider, t *targets.Target) (cluster.Provider, error) {
+	m, ok := p.(imageMapper)
+	if !ok {
+		return p, nil
+	}
+	p = m.WithImageRules(t.ImageMapping)
+	imgs, err := t.Images()
+	if err != nil {
+		return nil, err
+	}
+	missing, err := p.(imageMapper).UnmappedImages(imgs)
+	if err != nil {
+		return nil, fmt.Errorf("target %s: %w", t.Name, err)
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("target %s: %w: the embedded cluster pulls from no registry, so %s would never start (ImagePullBackOff): add a rule mapping it to a host program (or `simulate: true` for a container that need not run) to the target's imageMapping or to a --image-mapping file, e.g.\n  rules:\n  - images: [%q]\n    entrypoint: [/manager]\n    programs: {/manager: [/path/to/your/operator-binary]}",
+			t.Name, ErrUnmappedImage, strings.Join(missing, ", "), pattern(missing[0]))
+	}
+	return p, nil
+}
+
+// pattern is a rule's image pattern for img: its repository with any tag.
+func pattern(img string) string {
+	if i := strings.IndexAny(img, "@"); i >= 0 {
+		img = img[:i]
+	}
+	if i := strings.LastIndex(img, ":"); i > strings.LastIndex(img, "/") {
+		img = img[:i]
+	}
+	return img + ":*"
+}

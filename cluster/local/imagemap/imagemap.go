@@ -1,0 +1,144 @@
+// Package imagemap is the public face of the embedded cluster's image mapping:
+// the rules that say how a container image runs on the cluster's nodes (a host
+// program standing for the image's programs, or simulated on purpose), read from
+// an image-mapping file (`--image-mapping`) or a target file's imageMapping
+// section, and the check that a set of images is mapped before any cluster
+// starts. An image that no rule maps cannot be pulled on the embedded cluster
+// (ErrImagePull, then ImagePullBackOff).
+package imagemap
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/controlplane"
+	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/images"
+)
+
+// Rule maps the images matching one of its patterns to a local command, or
+// simulates them on purpose; see the fields' documentation.
+type Rule = images.Rule
+
+// File is the format of an image-mapping file, and of a target file's
+// imageMapping section: {rules: [...]}.
+type File = images.File
+
+// Parse decodes an image-mapping file's contents strictly (an unknown field is
+// an error) and validates its rules; name is used in messages.
+func Parse(data []byte, name string) ([]Rule, error) { return images.Parse(data, name) }
+
+// ReadFile reads and parses the image-mapping file at path; "" gives no rules.
+func ReadFile(path string) ([]Rule, error) {
+	if path == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("image mapping: %w", err)
+	}
+	return Parse(data, path)
+}
+
+// Validate checks rules that were decoded as part of another document (a
+// target file); where names that document in messages.
+func Validate(rules []Rule, where string) error {
+	if _, err := images.New(rules, images.Options{SearchPath: "/"}); err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	return nil
+}
+
+// Expand prepares rules written in a file of folder dir: in each program
+// candidate, ${VAR} and $VAR are replaced by the environment variable's value
+// (GAUNTLET_CACHE_DIR defaults to Gauntlet's cache folder, where `make` puts
+// the binaries it builds), and a relative path holding a '/' is made absolute
+// against dir. A variable that is not set is an error naming it. The rules are
+// copied; the input is not changed.
+func Expand(rules []Rule, dir string) ([]Rule, error) {
+	out := make([]Rule, len(rules))
+	for i, r := range rules {
+		out[i] = r
+		if r.Programs == nil {
+			continue
+		}
+		progs := make(map[string][]string, len(r.Programs))
+		for name, cands := range r.Programs {
+			exp := make([]string, len(cands))
+			for j, c := range cands {
+				var missing []string
+				v := os.Expand(c, func(k string) string {
+					if val, ok := os.LookupEnv(k); ok && val != "" {
+						return val
+					}
+					if k == controlplane.EnvCacheDir {
+						return controlplane.CacheDir()
+					}
+					missing = append(missing, k)
+					return ""
+				})
+				if len(missing) > 0 {
+					return nil, fmt.Errorf("image mapping rule %d (%s): program %q: candidate %q uses $%s, which is not set: set it, or write the path out", i+1, label(r), name, c, missing[0])
+				}
+				if strings.Contains(v, "/") && !filepath.IsAbs(v) {
+					v = filepath.Join(dir, v)
+				}
+				exp[j] = v
+			}
+			progs[name] = exp
+		}
+		out[i].Programs = progs
+	}
+	return out, nil
+}
+
+func label(r Rule) string {
+	if r.Name != "" {
+		return r.Name
+	}
+	if len(r.Images) > 0 {
+		return r.Images[0]
+	}
+	return "unnamed"
+}
+
+// Unmapped returns, sorted and without duplicates, the images among imgs that
+// neither rules nor the shipped defaults map (the embedded cluster could not
+// pull them). operatorBinary is the bundled operator's binary, as for the cluster.
+func Unmapped(rules []Rule, operatorBinary string, imgs []string) ([]string, error) {
+	m, err := images.New(append(append([]Rule(nil), rules...), images.DefaultRules(images.Options{OperatorBinary: operatorBinary})...), images.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("image mapping: %w", err)
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, img := range imgs {
+		if img == "" || seen[img] {
+			continue
+		}
+		seen[img] = true
+		if _, ok := m.Match(img); !ok {
+			out = append(out, img)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// Simulated returns the images among imgs whose matching rule (rules first,
+// then the shipped defaults) simulates them, with the rule's name.
+func Simulated(rules []Rule, operatorBinary string, imgs []string) (map[string]string, error) {
+	m, err := images.New(append(append([]Rule(nil), rules...), images.DefaultRules(images.Options{OperatorBinary: operatorBinary})...), images.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("image mapping: %w", err)
+	}
+	out := map[string]string{}
+	for _, img := range imgs {
+		if r, ok := m.Match(img); ok && r.Simulate {
+			out[img] = label(r)
+		}
+	}
+	return out, nil
+}
