@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gauntlet-dev/gauntlet/internal/readiness"
 	"github.com/gauntlet-dev/gauntlet/model"
 )
 
@@ -147,7 +148,7 @@ func waitConverged(ctx context.Context, o ConvergeOptions, q *quietTracker, star
 		if quiet >= o.Quiet || (o.Stuck > 0 && now.Sub(checked) >= min(time.Second, o.Stuck/4)) {
 			checked = now
 			objs, cr := objects()
-			notReady, genOK = readiness(objs, cr, requireGen)
+			notReady, genOK = readinessOf(objs, cr, requireGen)
 			var down []string
 			if operatorDown != nil {
 				down = operatorDown()
@@ -174,7 +175,7 @@ func waitConverged(ctx context.Context, o ConvergeOptions, q *quietTracker, star
 		}
 		if now.After(deadline) {
 			objs, cr := objects()
-			notReady, genOK = readiness(objs, cr, requireGen)
+			notReady, genOK = readinessOf(objs, cr, requireGen)
 			if !genOK {
 				notReady = append(notReady, "custom resource status.observedGeneration lags metadata.generation (or is not published yet)")
 			}
@@ -243,11 +244,11 @@ func progressPrint(objs map[string]model.Object, cr string, notReady []string, g
 	return h.Sum64()
 }
 
-// readiness lists what is not ready among objs (pods, Deployments,
+// readinessOf lists what is not ready among objs (pods, Deployments,
 // StatefulSets, DaemonSets) and whether the CR (key cr) reports its current
 // generation, where its status publishes observedGeneration at all (always,
 // with requireGen).
-func readiness(objs map[string]model.Object, cr string, requireGen bool) ([]string, bool) {
+func readinessOf(objs map[string]model.Object, cr string, requireGen bool) ([]string, bool) {
 	var out []string
 	genOK := true
 	for key, o := range objs {
@@ -274,48 +275,9 @@ func readiness(objs map[string]model.Object, cr string, requireGen bool) ([]stri
 			continue
 		}
 		switch {
-		case k.Group == "" && k.Kind == "Pod":
-			phase, _ := get(o, "status", "phase").(string)
-			switch phase {
-			case "Succeeded":
-			case "Running":
-				if !condTrue(o, "Ready") {
-					out = append(out, key+": not ready")
-				}
-			default:
-				out = append(out, fmt.Sprintf("%s: phase %q", key, phase))
-			}
-		case k.Group == "apps" && k.Kind == "Deployment":
-			if !observed(o) {
-				out = append(out, key+": generation not observed")
-				continue
-			}
-			want := replicas(o)
-			for _, f := range []string{"updatedReplicas", "availableReplicas", "readyReplicas"} {
-				if n, _ := num(get(o, "status", f)); n != want {
-					out = append(out, fmt.Sprintf("%s: %s %d of %d", key, f, n, want))
-				}
-			}
-		case k.Group == "apps" && k.Kind == "StatefulSet":
-			if !observed(o) {
-				out = append(out, key+": generation not observed")
-				continue
-			}
-			want := replicas(o)
-			for _, f := range []string{"readyReplicas", "updatedReplicas", "replicas"} {
-				if n, _ := num(get(o, "status", f)); n != want {
-					out = append(out, fmt.Sprintf("%s: %s %d of %d", key, f, n, want))
-				}
-			}
-			cur, _ := get(o, "status", "currentRevision").(string)
-			upd, _ := get(o, "status", "updateRevision").(string)
-			if typ, _ := get(o, "spec", "updateStrategy", "type").(string); typ != "OnDelete" && cur != upd {
-				out = append(out, fmt.Sprintf("%s: rolling out revision %s (current %s)", key, upd, cur))
-			}
-		case k.Group == "apps" && k.Kind == "DaemonSet":
-			want, _ := num(get(o, "status", "desiredNumberScheduled"))
-			if n, _ := num(get(o, "status", "numberReady")); !observed(o) || n != want {
-				out = append(out, fmt.Sprintf("%s: %d of %d ready", key, n, want))
+		case k.Group == "" && k.Kind == "Pod", k.Group == "apps" && (k.Kind == "Deployment" || k.Kind == "StatefulSet" || k.Kind == "DaemonSet"):
+			for _, p := range readiness.Check(k.Group, k.Kind, o) {
+				out = append(out, key+": "+p.Message)
 			}
 		}
 	}
@@ -326,19 +288,6 @@ func readiness(objs map[string]model.Object, cr string, requireGen bool) ([]stri
 func deleting(o model.Object) bool {
 	ts, _ := get(o, "metadata", "deletionTimestamp").(string)
 	return ts != ""
-}
-
-func observed(o model.Object) bool {
-	gen, _ := num(get(o, "metadata", "generation"))
-	og, _ := num(get(o, "status", "observedGeneration"))
-	return og >= gen
-}
-
-func replicas(o model.Object) int64 {
-	if n, ok := num(get(o, "spec", "replicas")); ok {
-		return n
-	}
-	return 1
 }
 
 func condTrue(o model.Object, typ string) bool {

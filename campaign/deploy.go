@@ -67,5 +67,5 @@ func (d *Deployment) Stop() { d.k.stop() }
 // and whether the custom resource (key cr) reports its current generation
 // where its status publishes observedGeneration.
 func Readiness(objs map[string]model.Object, cr string) (notReady []string, generationObserved bool) {
-	return readiness(objs, cr, false)
+	return readinessOf(objs, cr, false)
 }

@@ -417,7 +417,7 @@ func (k *kube) waitFor(ctx context.Context, w targets.WaitCondition) error {
 			return condTrue(u.Object, "Established"), nil
 		}
 		key := objectKey(u.Object, u.GroupVersionKind().Group, u.GroupVersionKind().Version, w.Kind)
-		nr, _ := readiness(map[string]model.Object{key: u.Object}, "", false)
+		nr, _ := readinessOf(map[string]model.Object{key: u.Object}, "", false)
 		last = strings.Join(nr, "; ")
 		return len(nr) == 0, nil
 	})

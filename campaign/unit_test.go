@@ -61,11 +61,11 @@ func TestReadiness(t *testing.T) {
 	}
 	// A re-created CR has no status until the operator's first pass: once the
 	// operator is known to publish observedGeneration, that is not converged.
-	if _, gen := readiness(map[string]model.Object{cr: {"metadata": map[string]any{"generation": int64(1)}}}, cr, true); gen {
+	if _, gen := readinessOf(map[string]model.Object{cr: {"metadata": map[string]any{"generation": int64(1)}}}, cr, true); gen {
 		t.Error("a CR without status.observedGeneration counts as observed although the operator publishes it")
 	}
 	for _, tt := range tests {
-		nr, gen := readiness(tt.objs, cr, false)
+		nr, gen := readinessOf(tt.objs, cr, false)
 		if (len(nr) == 0) != tt.wantReady || gen != tt.wantGen {
 			t.Errorf("%s: readiness = %v, %v; want ready %v gen %v", tt.name, nr, gen, tt.wantReady, tt.wantGen)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
+	"github.com/gauntlet-dev/gauntlet/internal/readiness"
 	"regexp"
 	"sort"
 	"strings"
@@ -322,52 +323,6 @@ func controllerOf(o model.Object) (kind, name string) {
 	return "", ""
 }
 
-// readyPath is the path of a pod's Ready condition.
-func readyPath(pod model.Object) string {
-	conds, _ := mapAt(pod, "status")["conditions"].([]any)
-	for i, c := range conds {
-		if m, _ := c.(map[string]any); m["type"] == "Ready" {
-			return fmt.Sprintf("status.conditions[%d].status", i)
-		}
-	}
-	return "status.conditions"
-}
-
-func podReady(pod model.Object) (ready bool, why string) {
-	status := mapAt(pod, "status")
-	phase, _ := status["phase"].(string)
-	conds, _ := status["conditions"].([]any)
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == "Ready" {
-			if m["status"] == "True" {
-				return true, ""
-			}
-			why = strings.TrimSpace(fmt.Sprintf("%v %v", orEmpty(m["reason"]), orEmpty(m["message"])))
-		}
-	}
-	var waits []string
-	for _, cs := range containerStatuses(pod) {
-		if cs.waiting != "" {
-			waits = append(waits, cs.name+": "+cs.waiting)
-		}
-	}
-	parts := []string{"phase " + orDefault(phase, "unknown")}
-	if why != "" {
-		parts = append(parts, why)
-	}
-	parts = append(parts, waits...)
-	return false, strings.Join(parts, "; ")
-}
-
-func orEmpty(v any) string {
-	if v == nil {
-		return ""
-	}
-	s, _ := scalarString(v)
-	return s
-}
-
 func orDefault(s, d string) string {
 	if s == "" {
 		return d
@@ -432,14 +387,20 @@ func (h *Health) checkWorkloads(t *model.Transition, ex excuses, fs *findingSet)
 	podEvidence := func(keys []string) []model.Evidence {
 		var out []model.Evidence
 		for _, pk := range keys {
-			if ok, why := podReady(s.Objects[pk]); !ok {
-				out = append(out, model.Evidence{Object: pk, Path: readyPath(s.Objects[pk]), Expected: "True", Detail: why})
+			for _, p := range readiness.Check("", "Pod", s.Objects[pk]) {
+				if p.Short {
+					out = append(out, model.Evidence{Object: pk, Path: p.Field, Expected: p.Want, Detail: p.Detail})
+				}
 			}
 		}
 		return out
 	}
-	for _, kind := range []string{"StatefulSet", "Deployment", "ReplicaSet", "DaemonSet"} {
-		for _, key := range objectsOfKind(s, kind) {
+	for _, kind := range []string{"StatefulSet", "Deployment", "ReplicaSet", "DaemonSet", "Job", "Pod"} {
+		keys := objectsOfKind(s, kind)
+		if kind == "Pod" {
+			keys = standalone
+		}
+		for _, key := range keys {
 			obj := s.Objects[key]
 			if kind == "ReplicaSet" {
 				if ck, _ := controllerOf(obj); ck != "" {
@@ -447,58 +408,26 @@ func (h *Health) checkWorkloads(t *model.Transition, ex excuses, fs *findingSet)
 				}
 			}
 			k, _ := model.ParseObjectKey(key)
-			pods := podsOf[kind+"/"+k.Namespace+"/"+k.Name]
 			var problems []string
 			var ev []model.Evidence
-			if kind == "DaemonSet" {
-				want := intAt(obj, 0, "status", "desiredNumberScheduled")
-				ready := intAt(obj, 0, "status", "numberReady")
-				if ready < want {
-					problems = append(problems, fmt.Sprintf("%d of %d pods ready", ready, want))
-					ev = append(ev, model.Evidence{Object: key, Path: "status.numberReady", Expected: want, Actual: ready})
+			for _, p := range readiness.Check(k.Group, kind, obj) {
+				if !p.Short {
+					continue // a rollout still in progress: convergence waited for it
 				}
-			} else {
-				want := intAt(obj, 1, "spec", "replicas")
-				readyField := "readyReplicas"
-				if kind == "Deployment" {
-					readyField = "availableReplicas"
+				what := p.Message
+				if kind == "Pod" {
+					what = p.Detail // a standalone pod: its phase, Ready reason and waiting containers
 				}
-				ready := intAt(obj, 0, "status", readyField)
-				if ready < want {
-					problems = append(problems, fmt.Sprintf("%d of %d replicas %s", ready, want, strings.TrimSuffix(readyField, "Replicas")))
-					ev = append(ev, model.Evidence{Object: key, Path: "status." + readyField, Expected: want, Actual: ready})
-				}
-				if kind != "ReplicaSet" {
-					if updated := intAt(obj, want, "status", "updatedReplicas"); updated < want {
-						problems = append(problems, fmt.Sprintf("%d of %d replicas run the current template", updated, want))
-						ev = append(ev, model.Evidence{Object: key, Path: "status.updatedReplicas", Expected: want, Actual: updated})
-					}
-				}
+				problems = append(problems, what)
+				ev = append(ev, model.Evidence{Object: key, Path: p.Field, Expected: p.Want, Actual: p.Got, Detail: p.Detail})
 			}
 			if len(problems) == 0 {
 				continue
 			}
-			report(key, kind, obj, strings.Join(problems, ", "), append(ev, podEvidence(pods)...))
-		}
-	}
-	for _, key := range objectsOfKind(s, "Job") {
-		job := s.Objects[key]
-		conds, _ := mapAt(job, "status")["conditions"].([]any)
-		for i, c := range conds {
-			m, _ := c.(map[string]any)
-			if m["type"] == "Failed" && m["status"] == "True" {
-				why := strings.TrimSpace(fmt.Sprintf("%s %s", orEmpty(m["reason"]), orEmpty(m["message"])))
-				report(key, "Job", job, "failed: "+why, []model.Evidence{{Object: key, Path: fmt.Sprintf("status.conditions[%d].status", i), Expected: "False", Actual: "True", Detail: why}})
+			if kind != "Pod" && kind != "Job" {
+				ev = append(ev, podEvidence(podsOf[kind+"/"+k.Namespace+"/"+k.Name])...)
 			}
-		}
-	}
-	for _, key := range standalone {
-		pod := s.Objects[key]
-		if stringAt(pod, "status", "phase") == "Succeeded" {
-			continue
-		}
-		if ok, why := podReady(pod); !ok {
-			report(key, "Pod", pod, why, []model.Evidence{{Object: key, Path: readyPath(pod), Expected: "True", Detail: why}})
+			report(key, kind, obj, strings.Join(problems, ", "), ev)
 		}
 	}
 	return summaries

@@ -14,6 +14,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/gauntlet-dev/gauntlet/internal/readiness"
 	"github.com/gauntlet-dev/gauntlet/oracles"
 	"github.com/gauntlet-dev/gauntlet/reports"
 )
@@ -199,18 +200,6 @@ func FormatPath(path []any) string {
 	return b.String()
 }
 
-// podState is a pod's phase and whether its Ready condition is True.
-func podState(pod map[string]any) (string, bool) {
-	phase, _, _ := unstructured.NestedString(pod, "status", "phase")
-	conds, _, _ := unstructured.NestedSlice(pod, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == "Ready" && m["status"] == "True" {
-			return phase, true
-		}
-	}
-	return phase, false
-}
-
 // podProblems is what keeps a pod from being healthy: not Running and Ready
 // (a Succeeded pod is fine; one being deleted is ignored), or a container
 // that restarted.
@@ -219,13 +208,9 @@ func podProblems(pod map[string]any) []string {
 	if u.GetDeletionTimestamp() != nil {
 		return nil
 	}
-	phase, ready := podState(pod)
-	if phase == "Succeeded" {
-		return nil
-	}
 	var out []string
-	if phase != "Running" || !ready {
-		out = append(out, fmt.Sprintf("pod %s is %s (ready: %v), want Running and Ready", u.GetName(), phase, ready))
+	for _, p := range readiness.Check("", "Pod", pod) {
+		out = append(out, fmt.Sprintf("pod %s is not ready (%s), want Running and Ready", u.GetName(), p.Detail))
 	}
 	for _, field := range []string{"initContainerStatuses", "containerStatuses"} {
 		statuses, _, _ := unstructured.NestedSlice(pod, "status", field)

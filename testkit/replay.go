@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/gauntlet-dev/gauntlet/campaign"
+	"github.com/gauntlet-dev/gauntlet/internal/readiness"
 	"github.com/gauntlet-dev/gauntlet/model"
 	"github.com/gauntlet-dev/gauntlet/reports"
 )
@@ -531,8 +532,8 @@ func (rp *replayer) replaced(ctx context.Context, k kill) string {
 	case err == nil && p.GetDeletionTimestamp() != nil:
 		return "was recreated but its replacement is terminating"
 	case err == nil:
-		if phase, ready := podState(p.Object); phase != "Running" || !ready {
-			return fmt.Sprintf("was recreated but is %s (ready: %v), not Running and Ready", phase, ready)
+		if pr := readiness.Check("", "Pod", p.Object); len(pr) > 0 {
+			return fmt.Sprintf("was recreated but is not Running and Ready (%s)", pr[0].Detail)
 		}
 		return ""
 	case !apierrors.IsNotFound(err):
@@ -594,7 +595,7 @@ func (rp *replayer) readyOwned(ctx context.Context, owner types.UID) (int, error
 		if ref := metav1.GetControllerOf(p); ref == nil || ref.UID != owner || p.GetDeletionTimestamp() != nil {
 			continue
 		}
-		if phase, ready := podState(p.Object); phase == "Running" && ready {
+		if ready, _ := readiness.PodReady(p.Object); ready {
 			n++
 		}
 	}

@@ -147,7 +147,7 @@ func TestPodProblems(t *testing.T) {
 		want []string
 	}{
 		{pod("vk-0", "u0", "Running", true, 0, ""), nil},
-		{pod("vk-1", "u1", "Pending", false, 0, ""), []string{"pod vk-1 is Pending (ready: false), want Running and Ready"}},
+		{pod("vk-1", "u1", "Pending", false, 0, ""), []string{"pod vk-1 is not ready (phase Pending), want Running and Ready"}},
 		{pod("vk-2", "u2", "Running", true, 2, ""), []string{"pod vk-2 container valkey restarted 2 time(s), want none"}},
 		{deleting, nil},
 		{pod("job", "u4", "Succeeded", false, 0, ""), nil},
@@ -298,7 +298,7 @@ func TestKillBookkeeping(t *testing.T) {
 		want string
 	}{
 		{pod("vk-0", "old-0", "Running", true, 0, owner), "is still terminating"},
-		{pod("vk-0", "new-0", "Pending", false, 0, owner), "was recreated but is Pending (ready: false), not Running and Ready"},
+		{pod("vk-0", "new-0", "Pending", false, 0, owner), "was recreated but is not Running and Ready (phase Pending)"},
 		{pod("vk-0", "new-0", "Running", true, 0, owner), ""},
 	}
 	for _, s := range steps {
