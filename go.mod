@@ -6,6 +6,7 @@ require (
 	github.com/creack/pty v1.1.24
 	github.com/moby/sys/reexec v0.1.0
 	github.com/schollz/progressbar/v3 v3.19.1
+	github.com/sergi/go-diff v1.4.0
 	github.com/spf13/cobra v1.10.2
 	github.com/valkey-io/valkey-go v1.0.79
 	github.com/virtual-kubelet/virtual-kubelet v1.13.0

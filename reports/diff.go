@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gauntlet-dev/gauntlet/model"
+	"github.com/sergi/go-diff/diffmatchpatch"
 )
 
 // DiffOp is one line's role in a diff.
@@ -24,9 +25,6 @@ type DiffLine struct {
 	Op   DiffOp
 	Text string
 }
-
-// maxDiffCells bounds the LCS table; larger inputs are shown as two blocks.
-const maxDiffCells = 1 << 20
 
 // DiffValues renders expected and actual as indented JSON and diffs them line
 // by line ("-" expected, "+" actual). A side that is absent (nil) contributes no lines.
@@ -64,77 +62,40 @@ func valueLines(v any) []string {
 	return strings.Split(prettyValue(v), "\n")
 }
 
-// diffLines is a longest-common-subsequence line diff.
+// diffLines is a minimal line diff (Myers' algorithm, by go-diff's line
+// mode): lines of both sides, lines only expected ("-") and only actual ("+").
 func diffLines(a, b []string) []DiffLine {
-	// Trim the common prefix and suffix first: most diffs are small.
-	pre := 0
-	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
-		pre++
-	}
-	suf := 0
-	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
-		suf++
-	}
+	dmp := diffmatchpatch.New()
+	dmp.DiffTimeout = 0 // exact, hence deterministic, whatever the size
+	// Line mode maps each distinct line to one rune; the lines get a newline
+	// each so that a last line without one maps like the others.
+	ta, tb, lines := dmp.DiffLinesToRunes(joinLines(a), joinLines(b))
 	out := make([]DiffLine, 0, len(a)+len(b))
-	for _, l := range a[:pre] {
-		out = append(out, DiffLine{DiffSame, l})
-	}
-	ma, mb := a[pre:len(a)-suf], b[pre:len(b)-suf]
-	if (len(ma)+1)*(len(mb)+1) > maxDiffCells {
-		for _, l := range ma {
-			out = append(out, DiffLine{DiffExpected, l})
+	for _, d := range dmp.DiffCharsToLines(dmp.DiffMainRunes(ta, tb, false), lines) {
+		op := DiffSame
+		switch d.Type {
+		case diffmatchpatch.DiffDelete:
+			op = DiffExpected
+		case diffmatchpatch.DiffInsert:
+			op = DiffActual
 		}
-		for _, l := range mb {
-			out = append(out, DiffLine{DiffActual, l})
+		for _, l := range strings.SplitAfter(d.Text, "\n") {
+			if l != "" {
+				out = append(out, DiffLine{op, strings.TrimSuffix(l, "\n")})
+			}
 		}
-	} else {
-		out = append(out, lcsDiff(ma, mb)...)
-	}
-	for _, l := range a[len(a)-suf:] {
-		out = append(out, DiffLine{DiffSame, l})
 	}
 	return out
 }
 
-func lcsDiff(a, b []string) []DiffLine {
-	n, m := len(a), len(b)
-	// l[i][j] is the LCS length of a[i:] and b[j:].
-	l := make([][]int32, n+1)
-	for i := range l {
-		l[i] = make([]int32, m+1)
+// joinLines ends every line with a newline.
+func joinLines(l []string) string {
+	var b strings.Builder
+	for _, s := range l {
+		b.WriteString(s)
+		b.WriteByte('\n')
 	}
-	for i := n - 1; i >= 0; i-- {
-		for j := m - 1; j >= 0; j-- {
-			if a[i] == b[j] {
-				l[i][j] = l[i+1][j+1] + 1
-			} else {
-				l[i][j] = max(l[i+1][j], l[i][j+1])
-			}
-		}
-	}
-	var out []DiffLine
-	i, j := 0, 0
-	for i < n && j < m {
-		switch {
-		case a[i] == b[j]:
-			out = append(out, DiffLine{DiffSame, a[i]})
-			i++
-			j++
-		case l[i+1][j] >= l[i][j+1]:
-			out = append(out, DiffLine{DiffExpected, a[i]})
-			i++
-		default:
-			out = append(out, DiffLine{DiffActual, b[j]})
-			j++
-		}
-	}
-	for ; i < n; i++ {
-		out = append(out, DiffLine{DiffExpected, a[i]})
-	}
-	for ; j < m; j++ {
-		out = append(out, DiffLine{DiffActual, b[j]})
-	}
-	return out
+	return b.String()
 }
 
 // compactValue renders v as compact JSON (strings quoted), falling back to %v.
