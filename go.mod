@@ -4,6 +4,7 @@ go 1.25.11
 
 require (
 	github.com/creack/pty v1.1.24
+	github.com/moby/sys/mountinfo v0.7.2
 	github.com/moby/sys/reexec v0.1.0
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/sergi/go-diff v1.4.0

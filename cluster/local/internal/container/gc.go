@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -107,31 +106,19 @@ func killLeftovers(root string) {
 // rootUpperDir returns the upper folder of process pid's root mount when that
 // is an overlay, else "".
 func rootUpperDir(pid int) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/mountinfo")
+	mounts, err := mountinfo.Read("/proc/" + strconv.Itoa(pid) + "/mountinfo")
 	if err != nil {
 		return ""
 	}
 	upper := ""
-	for _, line := range strings.Split(string(b), "\n") {
-		// id parent major:minor root point options [optional...] - fstype source superoptions
-		fields := strings.Fields(line)
-		if len(fields) < 10 || fields[4] != "/" {
+	for _, m := range mounts {
+		if m.Mountpoint != "/" {
 			continue
 		}
 		// The last mount at "/" is the one the process sees.
 		upper = ""
-		for i := 6; i+3 < len(fields); i++ {
-			if fields[i] != "-" {
-				continue
-			}
-			if fields[i+1] == "overlay" {
-				for _, o := range strings.Split(mountinfo.Unescape(fields[i+3]), ",") {
-					if v, ok := strings.CutPrefix(o, "upperdir="); ok {
-						upper = v
-					}
-				}
-			}
-			break
+		if m.FSType == "overlay" {
+			upper, _ = mountinfo.SuperOption(m, "upperdir")
 		}
 	}
 	return upper

@@ -1,7 +1,6 @@
 package container
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -51,35 +50,20 @@ type hostMount struct {
 }
 
 func readMountInfo(path string) ([]hostMount, error) {
-	f, err := os.Open(path)
+	mounts, err := mountinfo.Read(path)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = f.Close() }()
-	var out []hostMount
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		// id parent major:minor root point options [optional...] - fstype source superoptions
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 7 {
-			continue
-		}
-		m := hostMount{point: mountinfo.Unescape(fields[4])}
-		for _, o := range strings.Split(fields[5], ",") {
+	out := make([]hostMount, len(mounts))
+	for i, m := range mounts {
+		out[i] = hostMount{point: m.Mountpoint, fsType: m.FSType}
+		for _, o := range strings.Split(m.Options, ",") {
 			if o == "ro" {
-				m.readOnly = true
+				out[i].readOnly = true
 			}
 		}
-		for i := 6; i < len(fields)-1; i++ {
-			if fields[i] == "-" {
-				m.fsType = fields[i+1]
-				break
-			}
-		}
-		out = append(out, m)
 	}
-	return out, sc.Err()
+	return out, nil
 }
 
 // within reports whether path is dir or below it (both clean and absolute).

@@ -670,17 +670,8 @@ func (w *podWorker) cleanup() {
 // removePodDir deletes a pod's folder, refusing if anything is mounted in it
 // (so that a leaked bind mount never takes volume data with it).
 func removePodDir(dir string) error {
-	mounts, err := os.ReadFile("/proc/self/mountinfo")
-	if err == nil {
-		for _, line := range splitLines(string(mounts)) {
-			f := fields(line)
-			if len(f) > 4 {
-				mp := mountinfo.Unescape(f[4])
-				if mp == dir || hasPathPrefix(mp, dir) {
-					return fmt.Errorf("not removing %s: %s is mounted inside it", dir, mp)
-				}
-			}
-		}
+	if mps, err := mountinfo.MountPoints(dir); err == nil && len(mps) > 0 {
+		return fmt.Errorf("not removing %s: %s is mounted inside it", dir, mps[0])
 	}
 	return os.RemoveAll(dir)
 }

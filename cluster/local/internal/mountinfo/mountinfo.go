@@ -1,17 +1,66 @@
-// Package mountinfo reads /proc/self/mountinfo, the kernel's list of the calling
-// process's mount points.
+// Package mountinfo reads the kernel's lists of mount points
+// (/proc/self/mountinfo, /proc/PID/mountinfo) through
+// github.com/moby/sys/mountinfo, and adds what the local back end asks of them:
+// the mount points below a folder, a superblock option's value.
 package mountinfo
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
+
+	moby "github.com/moby/sys/mountinfo"
 )
 
+// Info is one mount: its point, root, options, file system type, source and
+// superblock options. Every field but VFSOptions is unescaped.
+type Info = moby.Info
+
+// Read parses a mountinfo file, e.g. /proc/self/mountinfo or /proc/PID/mountinfo.
+func Read(path string) ([]*Info, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("mountinfo: %w", err)
+	}
+	defer func() { _ = f.Close() }()
+	mounts, err := moby.GetMountsFromReader(f, nil)
+	if err != nil {
+		return nil, fmt.Errorf("mountinfo: %s: %w", path, err)
+	}
+	return mounts, nil
+}
+
+// MountPoints returns the mount points of the calling process that are dir
+// itself or lie below it, in mountinfo order.
+func MountPoints(dir string) ([]string, error) {
+	mounts, err := moby.GetMounts(func(m *Info) (skip, stop bool) {
+		return m.Mountpoint != dir && !strings.HasPrefix(m.Mountpoint, dir+"/"), false
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mountinfo: %w", err)
+	}
+	out := make([]string, len(mounts))
+	for i, m := range mounts {
+		out[i] = m.Mountpoint
+	}
+	return out, nil
+}
+
+// SuperOption returns the (unescaped) value of the superblock option name
+// (e.g. an overlay's "upperdir") of m.
+func SuperOption(m *Info, name string) (string, bool) {
+	for _, o := range strings.Split(m.VFSOptions, ",") {
+		if v, ok := strings.CutPrefix(o, name+"="); ok {
+			return Unescape(v), true
+		}
+	}
+	return "", false
+}
+
 // Unescape decodes the octal escapes (\040 for a space, …) the kernel writes
-// into mountinfo paths.
+// into mountinfo fields. Info's fields come unescaped; this is for the
+// superblock options and for readers that split lines themselves.
 func Unescape(s string) string {
 	if !strings.Contains(s, `\`) {
 		return s
@@ -28,31 +77,4 @@ func Unescape(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
-}
-
-// MountPoints returns the (unescaped) mount points of the calling process that
-// are dir itself or lie below it, in mountinfo order.
-func MountPoints(dir string) ([]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil, fmt.Errorf("mountinfo: %w", err)
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		mp := Unescape(fields[4])
-		if mp == dir || strings.HasPrefix(mp, dir+"/") {
-			out = append(out, mp)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("mountinfo: %w", err)
-	}
-	return out, nil
 }
