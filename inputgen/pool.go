@@ -31,16 +31,19 @@ type PoolValue struct {
 type Pool struct {
 	mu     sync.RWMutex
 	byPath map[string][]PoolValue
-	byName map[string][]PoolValue
+	// byName lists, per property name, the paths recorded under it (Related reads them).
+	byName map[string][]string
 	// keys holds, per map or free-form object property, the keys seen with their values.
 	keys map[string]map[string][]PoolValue
+	// memo caches Related's answers; any addition clears it.
+	memo map[string][]any
 }
 
 // NewPool returns an empty pool.
 func NewPool() *Pool {
 	return &Pool{
 		byPath: map[string][]PoolValue{},
-		byName: map[string][]PoolValue{},
+		byName: map[string][]string{},
 		keys:   map[string]map[string][]PoolValue{},
 	}
 }
@@ -63,12 +66,15 @@ func (p *Pool) Add(path string, v any, src Source) {
 
 func (p *Pool) add(path string, v any, src Source) {
 	pv := PoolValue{Value: jsonv.Copy(v), Source: src}
-	p.byPath[path] = appendUnique(p.byPath[path], pv)
-	if parsed, err := crd.ParsePath(path); err == nil {
-		if name := parsed.Last(); name != "" && isScalar(v) {
-			p.byName[name] = appendUnique(p.byName[name], pv)
+	if _, known := p.byPath[path]; !known {
+		if parsed, err := crd.ParsePath(path); err == nil {
+			if name := parsed.Last(); name != "" {
+				p.byName[name] = append(p.byName[name], path)
+			}
 		}
 	}
+	p.byPath[path] = appendUnique(p.byPath[path], pv)
+	p.memo = nil
 }
 
 // AddKey records a key and value seen in a map or free-form object at path.
@@ -81,6 +87,7 @@ func (p *Pool) AddKey(path, key string, v any, src Source) {
 		p.keys[path] = m
 	}
 	m[key] = appendUnique(m[key], PoolValue{Value: jsonv.Copy(v), Source: src})
+	p.memo = nil
 }
 
 func isScalar(v any) bool {
@@ -111,8 +118,7 @@ func (p *Pool) Keys(path string) ([]string, map[string][]PoolValue) {
 	return keys, m
 }
 
-// Candidates returns values usable for prop: those recorded for its path, else those recorded for
-// properties of the same name whose type fits.
+// Candidates returns the values recorded for prop's own path whose type fits.
 func (p *Pool) Candidates(prop *crd.Property) []any {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
@@ -122,14 +128,48 @@ func (p *Pool) Candidates(prop *crd.Property) []any {
 			out = append(out, v.Value)
 		}
 	}
-	if len(out) > 0 || !isLeafType(prop) {
-		return out
+	return out
+}
+
+// Related returns the scalar values recorded for other paths that same selects, computed once per
+// key until the pool changes: values mined for one property are offered to another only when
+// the caller judges them of the same meaning. names restricts the paths looked at to those of
+// properties with one of these names (nil: every path).
+func (p *Pool) Related(key string, names []string, same func(path string) bool) []any {
+	p.mu.RLock()
+	if v, ok := p.memo[key]; ok {
+		p.mu.RUnlock()
+		return v
 	}
-	for _, v := range p.byName[prop.Path.Last()] {
-		if fitsType(prop, v.Value) {
-			out = append(out, v.Value)
+	var paths []string
+	if names == nil {
+		for path := range p.byPath {
+			paths = append(paths, path)
+		}
+	} else {
+		for _, n := range names {
+			paths = append(paths, p.byName[n]...)
 		}
 	}
+	sort.Strings(paths) // deterministic order
+	var out []any
+	for _, path := range paths {
+		if !same(path) {
+			continue
+		}
+		for _, v := range p.byPath[path] {
+			if isScalar(v.Value) && !containsValue(out, v.Value) {
+				out = append(out, v.Value)
+			}
+		}
+	}
+	p.mu.RUnlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.memo == nil {
+		p.memo = map[string][]any{}
+	}
+	p.memo[key] = out
 	return out
 }
 

@@ -295,7 +295,7 @@ func genChange(c *caseCtx) (*draft, error) {
 	label := Valid
 	desc := fmt.Sprintf("set %s to generated value %s", c.p.Path, describeValue(nv))
 	switch known := knownValues(c.p); {
-	case kindPrefix(c.p) == "string" && c.p.Semantic != nil && c.p.Semantic.Hint == semantic.HintImage:
+	case kindPrefix(c.p) == "string" && c.p.Semantic != nil && c.p.Semantic.Hint == semantic.HintImage && !containsValue(c.candidates(c.p), nv):
 		label = Misoperation
 		desc = fmt.Sprintf("set %s to an image that does not exist (%s)", c.p.Path, describeValue(nv))
 	case len(known) > 0 && !containsValue(stringsToAny(known), nv):
@@ -330,6 +330,12 @@ func genIntOrStringInt(c *caseCtx) (*draft, error) {
 func genIntOrStringString(c *caseCtx) (*draft, error) {
 	var nv any
 	st, _, err := c.setValue(func(eff any, _ bool) (any, error) {
+		if c.domain(c.p) == domPort {
+			// A port by name: one the seed's containers declare.
+			v, err := c.portName(c.p, eff)
+			nv = v
+			return v, err
+		}
 		if c.p.Pattern != "" {
 			v, err := c.fromPattern(c.p, eff)
 			nv = v
@@ -532,7 +538,7 @@ func (c *caseCtx) mapValue(key string, avoid any) any {
 				return q
 			}
 		}
-		if cands := c.g.pool.Candidates(vp); len(cands) > 0 && avoid == nil {
+		if cands := c.candidates(vp); len(cands) > 0 && avoid == nil {
 			return jsonv.Copy(cands[c.r.IntN(len(cands))])
 		}
 		if v, err := c.scalar(vp, avoid); err == nil {

@@ -141,7 +141,10 @@ func sortedKeys(m map[string]any) []string {
 // or a generated one; objects get their required fields.
 func (c *caseCtx) fill(node *crd.Property) any {
 	if node.HasDefault {
-		return jsonv.Copy(node.Default)
+		// An empty default name ("" for a LocalObjectReference) is refused once rendered.
+		if s, ok := node.Default.(string); !ok || s != "" || !isNameDomain(c.domain(node)) {
+			return jsonv.Copy(node.Default)
+		}
 	}
 	if node.Type == crd.TypeObject || node.Type == crd.TypeArray {
 		return c.minimal(node)
@@ -157,12 +160,22 @@ func (c *caseCtx) fill(node *crd.Property) any {
 }
 
 // candidates returns the pool values for p that pass its cheap constraints (type, enum,
-// pattern, lengths, bounds).
+// pattern, lengths, bounds) and belong to its domain: those recorded for p itself, else those
+// recorded for properties of the same meaning (all container images for an image).
 func (c *caseCtx) candidates(p *crd.Property) []any {
+	d := c.domain(p)
+	ok := func(v any) bool { return c.g.fits(p, v) && (d == domNone || domainAccepts(d, v)) }
 	var out []any
 	for _, v := range c.g.pool.Candidates(p) {
-		if c.g.fits(p, v) {
+		if ok(v) {
 			out = append(out, v)
+		}
+	}
+	if len(out) == 0 && isLeafType(p) {
+		for _, v := range c.related(p) {
+			if ok(v) {
+				out = append(out, v)
+			}
 		}
 	}
 	// Values the Kubernetes API accepts for the core type the property maps to.
@@ -262,7 +275,8 @@ func (c *caseCtx) rich(node *crd.Property) any {
 		}
 		if len(c.candidates(f)) > 0 {
 			known = append(known, f)
-		} else {
+		} else if c.domain(f) != domImage {
+			// An image nothing offers would be made up: the element would never run.
 			other = append(other, f)
 		}
 	}
@@ -628,6 +642,9 @@ func (c *caseCtx) scalar(p *crd.Property, avoid any) (any, error) {
 		if isQuantity(p) {
 			return c.quantity(p, key, avoid)
 		}
+		if c.domain(p) == domPort {
+			return c.port(p, avoid)
+		}
 		if p.Pattern != "" && c.r.IntN(2) == 0 {
 			return c.fromPattern(p, avoid)
 		}
@@ -774,8 +791,14 @@ func (c *caseCtx) number(p *crd.Property, avoid any) (any, error) {
 	return nil, errNoValue
 }
 
-// str generates a string for p from its format, pattern, hint and length bounds.
+// str generates a string for p from its domain, format, pattern, hint and length bounds.
 func (c *caseCtx) str(p *crd.Property, avoid any) (any, error) {
+	// Images come from the pool (candidates); a drawn one is made up (genChange's misoperation).
+	if d := c.domain(p); d != domNone && d != domImage {
+		if v, ok := c.domainString(p, d, avoid); ok {
+			return v, nil
+		}
+	}
 	if p.Pattern != "" {
 		return c.fromPattern(p, avoid)
 	}

@@ -1,0 +1,253 @@
+package inputgen
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
+)
+
+// validValues returns, per schema property path, the scalar values valid test cases of plan put
+// in their desired states where the seed has another value or none.
+func validValues(t *testing.T, g *Generator, plan *Plan) map[string][]any {
+	t.Helper()
+	out := map[string][]any{}
+	var walk func(toks []jsonv.Token, v any)
+	walk = func(toks []jsonv.Token, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				walk(append(toks[:len(toks):len(toks)], k), e)
+			}
+		case []any:
+			for i, e := range x {
+				walk(append(toks[:len(toks):len(toks)], i), e)
+			}
+		default:
+			ptr := jsonv.Pointer(toks)
+			if base, ok := jsonv.Get(plan.Base, ptr); ok && jsonv.Equal(base, v) {
+				return
+			}
+			p := g.propertyAtPointer(ptr)
+			if p == nil {
+				return
+			}
+			path := p.Path.String()
+			if !containsValue(out[path], v) {
+				out[path] = append(out[path], v)
+			}
+		}
+	}
+	for _, tc := range plan.TestCases {
+		if tc.Label != Valid {
+			continue
+		}
+		for _, st := range plan.States(tc.ID) {
+			walk(nil, st)
+		}
+	}
+	return out
+}
+
+var (
+	cronRE      = regexp.MustCompile(`^(@(hourly|daily|weekly|monthly|yearly))$|^([0-9*/,-]+ ){4}[0-9*/,A-Za-z-]+$`)
+	cIdentRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	seedVersion = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+$`)
+)
+
+// TestDomainValues checks the values valid test cases give string fields whose meaning comes from
+// their names, descriptions and the core types they map to: each defect class of issue 10 item 2
+// is a subtest that failed before domain-aware values.
+func TestDomainValues(t *testing.T) {
+	s, seed, _ := loadCase(t, "domain")
+	g := mustGenerator(t, s, seed, Options{Seed: 1})
+	plan, err := g.Plan(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals := validValues(t, g, plan)
+	check := func(t *testing.T, path string, ok func(v any) bool, want string) {
+		t.Helper()
+		if len(vals[path]) == 0 {
+			t.Fatalf("no valid test case sets %s: the check proves nothing", path)
+		}
+		var bad []string
+		for _, v := range vals[path] {
+			if !ok(v) {
+				bad = append(bad, fmt.Sprintf("%#v", v))
+			}
+		}
+		sort.Strings(bad)
+		if len(bad) > 0 {
+			t.Errorf("%s: valid test cases set %s, want %s", path, strings.Join(bad, ", "), want)
+		}
+	}
+	str := func(f func(s string) bool) func(v any) bool {
+		return func(v any) bool {
+			s, ok := v.(string)
+			return ok && f(s)
+		}
+	}
+	in := func(list ...string) func(v any) bool {
+		return str(func(s string) bool { return containsString(list, s) })
+	}
+	t.Run("cron schedule", func(t *testing.T) {
+		check(t, "spec.backup.schedule", str(cronRE.MatchString), "a cron schedule")
+	})
+	t.Run("URL", func(t *testing.T) {
+		check(t, "spec.backup.endpointURL", str(func(s string) bool {
+			u, err := url.Parse(s)
+			return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+		}), "an http(s) URL")
+	})
+	t.Run("duration", func(t *testing.T) {
+		goDuration := str(func(s string) bool { _, err := time.ParseDuration(s); return err == nil })
+		for _, path := range []string{"spec.backup.retention", "spec.backup.timeout", "spec.exporter.scrapeInterval"} {
+			check(t, path, goDuration, "a duration")
+		}
+	})
+	t.Run("version in the seed's form", func(t *testing.T) {
+		check(t, "spec.operatorVersion", str(seedVersion.MatchString), "a version like the seed's v5.4.0")
+	})
+	t.Run("version from the description's list", func(t *testing.T) {
+		check(t, "spec.version", in("7.2.5", "8.0.1"), "a version the description lists")
+	})
+	t.Run("images from the seed", func(t *testing.T) {
+		for _, path := range []string{"spec.exporter.image", "spec.sidecars[*].image"} {
+			check(t, path, in("quay.io/acme/vault:v5.4.0", "busybox:1.36"), "an image of the seed (no made-up registry)")
+		}
+	})
+	t.Run("seed values only for fields of the same meaning", func(t *testing.T) {
+		check(t, "spec.sidecars[*].securityContext.seccompProfile.type", in("RuntimeDefault", "Unconfined", "Localhost"),
+			"a seccomp profile type (not the backup type s3)")
+		check(t, "spec.volumes[*].name", str(func(s string) bool {
+			return len(validation.IsDNS1123Label(s)) == 0 && !containsString([]string{"LOG_LEVEL", "logger", "metrics"}, s)
+		}), "a DNS-1123 label that is not the name of an environment variable, container or port")
+	})
+	t.Run("names", func(t *testing.T) {
+		label := str(func(s string) bool { return len(validation.IsDNS1123Label(s)) == 0 })
+		check(t, "spec.sidecars[*].name", label, "a DNS-1123 label")
+		check(t, "spec.sidecars[*].ports[*].name", str(func(s string) bool { return len(validation.IsValidPortName(s)) == 0 }), "an IANA service name")
+		check(t, "spec.sidecars[*].env[*].name", str(cIdentRE.MatchString), "a C identifier")
+		subdomain := str(func(s string) bool { return len(validation.IsDNS1123Subdomain(s)) == 0 })
+		for _, path := range []string{"spec.volumes[*].configMap.name", "spec.backup.credentialsSecret.name", "spec.volumes[*].secret.secretName"} {
+			check(t, path, subdomain, "a non-empty DNS-1123 subdomain")
+		}
+	})
+	t.Run("port", func(t *testing.T) {
+		check(t, "spec.readinessPort", func(v any) bool {
+			if n, ok := jsonv.AsInt(v); ok {
+				return n >= 1 && n <= 65535
+			}
+			s, ok := v.(string)
+			return ok && len(validation.IsValidPortName(s)) == 0
+		}, "a port number or name")
+	})
+}
+
+// TestSeedValuesKeepMeaning checks that values mined from the seed are offered only to properties
+// of the same meaning: the backup's type s3 is no seccomp or host path type, an environment
+// variable's name is no volume's and no Secret's, while every container image of the seed is an
+// image for any image field.
+func TestSeedValuesKeepMeaning(t *testing.T) {
+	s, seed, _ := loadCase(t, "domain")
+	g := mustGenerator(t, s, seed, Options{Seed: 1})
+	c := &caseCtx{g: g, r: rand.New(rand.NewPCG(1, 2))}
+	for path, foreign := range map[string][]any{
+		"spec.sidecars[*].securityContext.seccompProfile.type": {"s3"},
+		"spec.volumes[*].hostPath.type":                        {"s3"},
+		"spec.volumes[*].name":                                 {"LOG_LEVEL", "logger", "metrics"},
+		"spec.backup.credentialsSecret.name":                   {"LOG_LEVEL", "logger", "metrics", "data"},
+		"spec.sidecars[*].env[*].name":                         {"logger", "metrics", "data"},
+		"spec.sidecars[*].ports[*].name":                       {"logger", "data", "LOG_LEVEL"},
+	} {
+		p := s.Lookup(path)
+		if p == nil {
+			t.Fatalf("no property %s", path)
+		}
+		c.p = p
+		for _, v := range c.candidates(p) {
+			if containsValue(foreign, v) {
+				t.Errorf("%s is offered %#v, a seed value of another meaning", path, v)
+			}
+		}
+	}
+	p := s.Lookup("spec.exporter.image")
+	c.p = p
+	got := c.candidates(p)
+	for _, want := range []any{"quay.io/acme/vault:v5.4.0", "busybox:1.36"} {
+		if !containsValue(got, want) {
+			t.Errorf("spec.exporter.image is not offered the seed's image %s (got %v)", want, got)
+		}
+	}
+}
+
+// TestDomainOf checks the domains inferred for properties of the test CRD, and that a seed value
+// contradicting a domain inferred from a name alone turns the inference off.
+func TestDomainOf(t *testing.T) {
+	s, seed, _ := loadCase(t, "domain")
+	g := mustGenerator(t, s, seed, Options{Seed: 1})
+	c := &caseCtx{g: g, r: rand.New(rand.NewPCG(1, 2))}
+	for path, want := range map[string]domain{
+		"spec.image":                     domImage,
+		"spec.version":                   domVersion,
+		"spec.backup.schedule":           domCron,
+		"spec.backup.endpointURL":        domURL,
+		"spec.backup.retention":          domDuration,
+		"spec.exporter.scrapeInterval":   domDuration,
+		"spec.backup.type":               domNone,
+		"spec.sidecars[*].name":          domDNSLabel,
+		"spec.sidecars[*].env[*].name":   domEnvName,
+		"spec.sidecars[*].ports[*].name": domPortName,
+		"spec.volumes[*].configMap.name": domDNSSubdomain,
+		"spec.volumes[*].name":           domDNSLabel,
+		"spec.readinessPort":             domPort,
+	} {
+		if got := c.domain(s.Lookup(path)); got != want {
+			t.Errorf("%s: domain %q, want %q", path, got, want)
+		}
+	}
+	pool := NewPool()
+	pool.Add("spec.backup.timeout", "forever", SourceTarget)
+	g2 := mustGenerator(t, s, seed, Options{Seed: 1, Pool: pool})
+	c2 := &caseCtx{g: g2, r: rand.New(rand.NewPCG(1, 2))}
+	if got := c2.domain(s.Lookup("spec.backup.timeout")); got != domNone {
+		t.Errorf("spec.backup.timeout with a target value %q: domain %q, want none", "forever", got)
+	}
+}
+
+// TestNoMadeUpImages checks that, when neither the seed nor the target offers an image, valid test
+// cases add none (a made-up reference never pulls) and setting one is a misoperation.
+func TestNoMadeUpImages(t *testing.T) {
+	s, seed, _ := loadCase(t, "domain")
+	seed = jsonv.CopyMap(seed)
+	spec := seed["spec"].(map[string]any)
+	delete(spec, "image")
+	for _, sc := range spec["sidecars"].([]any) {
+		delete(sc.(map[string]any), "image")
+	}
+	g := mustGenerator(t, s, seed, Options{Seed: 1})
+	plan, err := g.Plan(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals := validValues(t, g, plan)
+	for _, path := range []string{"spec.image", "spec.exporter.image", "spec.sidecars[*].image"} {
+		if len(vals[path]) > 0 {
+			t.Errorf("%s: valid test cases set images %v though none is offered", path, vals[path])
+		}
+		tc := plan.TestCase(path + "#string/generated")
+		if tc == nil || tc.Label != Misoperation {
+			t.Errorf("%s#string/generated: %v, want a misoperation", path, tc)
+		}
+	}
+}
