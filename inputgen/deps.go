@@ -27,6 +27,9 @@ type Dependency struct {
 	Inferred bool `json:"inferred,omitempty"`
 	// Toggle is the property path of the inferred toggle (its own changes are not guarded).
 	Toggle string `json:"toggle,omitempty"`
+	// Rule is the x-kubernetes-validations rule an inferred guard comes from: the sub-tree may
+	// only be set when the rule's condition holds.
+	Rule string `json:"rule,omitempty"`
 	// StrictlyBelow limits the dependency to properties below Subtree (for a toggle that lives
 	// inside the sub-tree, adding or removing the sub-tree itself is not guarded).
 	StrictlyBelow bool `json:"strictlyBelow,omitempty"`
@@ -64,6 +67,9 @@ func (g *Generator) dependencies() ([]Dependency, error) {
 	if !g.opts.DisableToggleInference {
 		out = append(out, g.inferToggles()...)
 	}
+	guards, st := g.inferRuleGuards()
+	g.guardStats = st
+	out = append(out, guards...)
 	return out, nil
 }
 
@@ -188,8 +194,47 @@ func isIndex(s string) bool {
 	return true
 }
 
-// predicatesFor collects the predicates (and their setup) that guard p.
+// predicatesFor collects the predicates (and their setup) that guard p. A setup that sets a
+// field guarded in turn (backup needs persistence, persistence needs a StatefulSet) is preceded
+// by that field's own predicates and setup.
 func (g *Generator) predicatesFor(p *crd.Property) ([]Predicate, []Change, error) {
+	return g.predicatesWithin(p, map[string]bool{})
+}
+
+func (g *Generator) predicatesWithin(p *crd.Property, visiting map[string]bool) ([]Predicate, []Change, error) {
+	path := p.Path.String()
+	if visiting[path] {
+		return nil, nil, nil
+	}
+	visiting[path] = true
+	defer delete(visiting, path)
+	preds, setup, err := g.ownPredicates(p)
+	if err != nil || len(setup) == 0 {
+		return preds, setup, err
+	}
+	var allPreds []Predicate
+	var allSetup []Change
+	for _, ch := range setup {
+		if ch.Op != OpSet {
+			continue
+		}
+		target := g.propertyAtPointer(ch.Path)
+		if target == nil {
+			continue
+		}
+		ip, is, err := g.predicatesWithin(target, visiting)
+		if err != nil {
+			return nil, nil, err
+		}
+		allPreds = append(allPreds, ip...)
+		allSetup = append(allSetup, is...)
+	}
+	return append(allPreds, preds...), append(allSetup, setup...), nil
+}
+
+// ownPredicates collects the predicates (and their setup) of the dependencies whose sub-tree
+// holds p.
+func (g *Generator) ownPredicates(p *crd.Property) ([]Predicate, []Change, error) {
 	var preds []Predicate
 	var setup []Change
 	path := p.Path.String()

@@ -289,6 +289,10 @@ func printSummary(w io.Writer, s *crd.Schema, plan *Plan, llmOpts LLMOptions, ll
 		st.SemanticMapped, st.Properties, 100*st.SemanticShare, len(plan.SemanticRoots))
 	fmt.Fprintf(w, "  test cases           %d (%d valid, %d misoperation; %d need re-creation)\n", st.TestCases, st.Valid, st.Misoperation, st.Recreate)
 	fmt.Fprintf(w, "  invalid candidates   %d re-drawn, %d test cases dropped\n", st.Redrawn, st.Dropped)
+	if st.RuleGuards+st.RuleGuardsUnsolved+st.UncoveredByRule > 0 {
+		fmt.Fprintf(w, "  validation rules     %d guards set before the fields they guard (%d unusable); %d properties uncovered by unsolved rules\n",
+			st.RuleGuards, st.RuleGuardsUnsolved, st.UncoveredByRule)
+	}
 	if c := st.Core; c != nil {
 		fmt.Fprintf(w, "  API server check     %d core-typed values judged (%d verdicts reused): %d candidates repaired, %d redrawn, %d test cases labelled misoperations\n",
 			c.Checked, c.CacheHits, c.Repaired, c.Redrawn, c.Misoperation)

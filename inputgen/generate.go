@@ -82,6 +82,8 @@ type Generator struct {
 	samplers sync.Map // pattern -> *regexgen.Sampler or error
 	// seedWarnings are what the seed checks reported (Plan.SeedWarnings).
 	seedWarnings []string
+	// guardStats counts the validation rules' guards found (inferRuleGuards).
+	guardStats ruleGuardStats
 }
 
 // NewGenerator validates the seed against the schema, infers semantics and mines the examples.
@@ -754,9 +756,15 @@ func (g *Generator) coverage(plan *Plan) {
 			if pc.Reason == "" {
 				pc.Reason = "no generator produced a change"
 			}
+			if ruleRefused(p, pc.Reason) {
+				plan.Stats.UncoveredByRule++
+				pc.Reason = "unsolved validation rule: " + pc.Reason
+			}
 		}
 		plan.Properties = append(plan.Properties, pc)
 	}
+	plan.Stats.RuleGuards = g.guardStats.solved
+	plan.Stats.RuleGuardsUnsolved = len(g.guardStats.unsolved)
 	plan.Stats.Properties = len(plan.Properties)
 	plan.Stats.TestCases = len(plan.TestCases)
 	if n := plan.Stats.Properties - plan.Stats.Pinned; n > 0 {

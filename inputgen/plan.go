@@ -78,6 +78,15 @@ type Stats struct {
 	// and no in-object change can satisfy it (e.g. a resource claim where the schema has no
 	// pod-level resourceClaims).
 	RefsMisoperation int `json:"refsMisoperation,omitempty"`
+	// RuleGuards counts the guards read from x-kubernetes-validations rules (a field only valid
+	// when another has a value) turned into dependencies: the guard is set first, as a setup
+	// state. RuleGuardsUnsolved counts guards found but not usable (declared inside a list, a
+	// condition with no known setup value).
+	RuleGuards         int `json:"ruleGuards,omitempty"`
+	RuleGuardsUnsolved int `json:"ruleGuardsUnsolved,omitempty"`
+	// UncoveredByRule counts uncovered properties whose last candidate a validation rule of the
+	// property or an ancestor refused: rules the generator does not solve.
+	UncoveredByRule int `json:"uncoveredByRule,omitempty"`
 	// Core counts the API server's verdicts on core-typed values (nil when generation ran
 	// without a CoreValidator).
 	Core *CoreStats `json:"core,omitempty"`

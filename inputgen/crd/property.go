@@ -132,10 +132,12 @@ func (p *Property) Name() string {
 // IsMap reports whether the property is an object whose values are described by additionalProperties.
 func (p *Property) IsMap() bool { return p.Type == TypeObject && (p.Values != nil || p.AnyValues) }
 
-// IsFreeForm reports whether the property accepts arbitrary content: preserve-unknown-fields without
-// declared properties, or an untyped schema.
+// IsFreeForm reports whether the property accepts arbitrary content: an object (or untyped schema)
+// with preserve-unknown-fields and no declared properties. A typed primitive with
+// preserve-unknown-fields (type: string, as some generators emit for raw configuration) holds only
+// values of its type and is not free-form.
 func (p *Property) IsFreeForm() bool {
-	return p.PreserveUnknownFields && len(p.Fields) == 0 && p.Values == nil && p.Items == nil
+	return p.PreserveUnknownFields && (p.Type == "" || p.Type == TypeObject) && len(p.Fields) == 0 && p.Values == nil && p.Items == nil
 }
 
 // IsLeaf reports whether the property has no child properties in the schema.
