@@ -7,7 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/gauntlet-dev/gauntlet/inputgen/crd"
@@ -45,9 +47,12 @@ const (
 	domPort
 	// domAPIVersion is a Kubernetes apiVersion ("v1", "apps/v1").
 	domAPIVersion
+	// domIntString is a string holding an integer, as every value seen for the property does
+	// (a timeout of "10000" milliseconds).
+	domIntString
 )
 
-var domainNames = [...]string{"", "cron", "url", "duration", "version", "image", "dns-label", "dns-subdomain", "env-name", "port-name", "port", "api-version"}
+var domainNames = [...]string{"", "cron", "url", "duration", "version", "image", "dns-label", "dns-subdomain", "env-name", "port-name", "port", "api-version", "int-string"}
 
 func (d domain) String() string {
 	if int(d) < len(domainNames) {
@@ -69,6 +74,8 @@ var (
 	cronFieldRE    = regexp.MustCompile(`^[0-9*/,?LW#A-Za-z-]+$`)
 	promDurationRE = regexp.MustCompile(`^([0-9]+(ms|s|m|h|d|w|y))+$`)
 	durationUnitRE = regexp.MustCompile(`[a-zµ]+`)
+	intStringRE    = regexp.MustCompile(`^-?[0-9]+$`)
+	versionLikeRE  = regexp.MustCompile(`^v?[0-9]+\.[0-9]+(\.[0-9]+)*$`)
 )
 
 // containerLists are the fields whose items are containers.
@@ -99,53 +106,77 @@ func coreField(p *crd.Property) (owner, name string, ok bool) {
 // domainOf infers p's domain from the core type it maps to, its format, its name and its
 // description (domNone when nothing says more than the schema).
 func domainOf(p *crd.Property) domain {
-	isString := p.Type == crd.TypeString && len(p.Enum) == 0
-	if owner, name, ok := coreField(p); ok {
-		switch {
-		case p.IntOrString && (name == "port" || name == "targetPort"):
-			return domPort
-		case !isString:
-			return domNone
-		case name == "apiVersion":
-			return domAPIVersion
-		case name == "image":
-			if containerLists[owner] || owner == "container" || owner == "ephemeralcontainer" {
-				return domImage
-			}
-			return domNone
-		case name == "name":
-			switch owner {
-			case "env", "envvar":
-				return domEnvName
-			case "ports", "containerport", "serviceport":
-				return domPortName
-			case "containers", "initContainers", "ephemeralContainers", "container", "ephemeralcontainer",
-				"volumes", "volume", "volumeMounts", "volumemount", "volumeDevices":
-				return domDNSLabel
-			case "imagePullSecrets", "configMap", "configMapRef", "configMapKeyRef", "secretRef", "secretKeyRef",
-				"nodePublishSecretRef", "controllerPublishSecretRef", "nodeStageSecretRef", "dataSource", "dataSourceRef",
-				"localobjectreference", "secretkeyselector", "configmapkeyselector":
-				return domDNSSubdomain
-			}
-			return domNone
-		case name == "secretName" || name == "claimName" || name == "serviceAccountName" || name == "storageClassName" || name == "priorityClassName":
-			return domDNSSubdomain
-		case name == "serviceName" || name == "subdomain":
-			return domDNSLabel
-		}
-		return domNone
+	d, _ := inferDomain(p)
+	return d
+}
+
+// inferDomain returns p's domain and whether a core type or a format says it (else it comes from
+// the name or the description alone, which the seed's own value may contradict).
+func inferDomain(p *crd.Property) (domain, bool) {
+	if d, ok := coreDomain(p); ok {
+		return d, true
 	}
-	name := p.Path.Last()
 	switch strings.ReplaceAll(p.Format, "-", "") {
 	case "uri", "url":
-		return domURL
+		return domURL, true
 	case "duration":
-		return domDuration
+		return domDuration, true
 	}
+	return nameDomain(p), false
+}
+
+// coreDomain returns the domain of a field of a core type Kubernetes validates, and false for
+// fields the core type leaves free (those fall back to their names).
+func coreDomain(p *crd.Property) (domain, bool) {
+	owner, name, ok := coreField(p)
+	if !ok {
+		return domNone, false
+	}
+	isString := p.Type == crd.TypeString && len(p.Enum) == 0
+	switch {
+	case p.IntOrString && (name == "port" || name == "targetPort"):
+		return domPort, true
+	case !isString:
+		return domNone, true
+	case name == "apiVersion":
+		return domAPIVersion, true
+	case name == "image":
+		if containerLists[owner] || owner == "container" || owner == "ephemeralcontainer" {
+			return domImage, true
+		}
+		// A Ceph RBD image or similar: not a container image.
+		return domNone, true
+	case name == "name":
+		switch owner {
+		case "env", "envvar":
+			return domEnvName, true
+		case "ports", "containerport", "serviceport":
+			return domPortName, true
+		case "containers", "initContainers", "ephemeralContainers", "container", "ephemeralcontainer",
+			"volumes", "volume", "volumeMounts", "volumemount", "volumeDevices":
+			return domDNSLabel, true
+		case "imagePullSecrets", "configMap", "configMapRef", "configMapKeyRef", "secretRef", "secretKeyRef",
+			"nodePublishSecretRef", "controllerPublishSecretRef", "nodeStageSecretRef", "dataSource", "dataSourceRef",
+			"localobjectreference", "secretkeyselector", "configmapkeyselector":
+			return domDNSSubdomain, true
+		}
+		// Header names, DNS options, resource claims: free text to the core type.
+		return domNone, true
+	case name == "secretName" || name == "claimName" || name == "serviceAccountName" || name == "storageClassName" || name == "priorityClassName":
+		return domDNSSubdomain, true
+	case name == "serviceName" || name == "subdomain":
+		return domDNSLabel, true
+	}
+	return domNone, false
+}
+
+// nameDomain infers a domain from p's name, hint and description.
+func nameDomain(p *crd.Property) domain {
+	name := p.Path.Last()
 	if p.IntOrString && (name == "port" || name == "targetPort" || strings.HasSuffix(name, "Port")) {
 		return domPort
 	}
-	if !isString {
+	if p.Type != crd.TypeString || len(p.Enum) > 0 {
 		return domNone
 	}
 	hint := ""
@@ -163,7 +194,7 @@ func domainOf(p *crd.Property) domain {
 		return domCron
 	case urlNameRE.MatchString(name):
 		return domURL
-	case durationNameRE.MatchString(name) || (p.Format == "" && strings.Contains(strings.ToLower(p.Description), "duration") && durationDescRE.MatchString(p.Description) && !strings.Contains(strings.ToLower(name), "name")):
+	case durationNameRE.MatchString(name) || (strings.Contains(strings.ToLower(p.Description), "duration") && durationDescRE.MatchString(p.Description) && !strings.Contains(strings.ToLower(name), "name")):
 		return domDuration
 	case name == "name":
 		return domDNSLabel
@@ -173,35 +204,103 @@ func domainOf(p *crd.Property) domain {
 	return domNone
 }
 
-// inferred reports whether d was inferred from p's name or description alone (not from a core
-// type or a format), so the seed's own value may contradict it.
-func inferred(p *crd.Property, d domain) bool {
-	if _, _, ok := coreField(p); ok {
-		return false
-	}
-	switch strings.ReplaceAll(p.Format, "-", "") {
-	case "uri", "url", "duration":
-		return false
-	}
-	return d != domNone
-}
-
 // domain returns p's domain, unless the values the pool holds for p itself (the seed's, the
 // examples', the target's) contradict a domain inferred from the name alone.
 func (c *caseCtx) domain(p *crd.Property) domain {
-	d := domainOf(p)
-	if d == domNone || !inferred(p, d) {
+	d, sure := inferDomain(p)
+	if sure {
 		return d
+	}
+	if d == domNone {
+		return c.valueForm(p)
 	}
 	for _, pv := range c.g.pool.Values(p.Path.String()) {
 		if s, ok := pv.Value.(string); ok && !domainAccepts(d, s) {
-			return domNone
+			return c.valueForm(p)
 		}
 	}
 	if s, ok := p.Default.(string); ok && p.HasDefault && s != "" && !domainAccepts(d, s) {
-		return domNone
+		return c.valueForm(p)
 	}
 	return d
+}
+
+// valueForm returns the domain the values seen for a free string property share (the seed's,
+// the examples', the target's and the default): domIntString when all hold integers.
+func (c *caseCtx) valueForm(p *crd.Property) domain {
+	if p.Type != crd.TypeString || len(p.Enum) > 0 {
+		return domNone
+	}
+	n := 0
+	for _, pv := range c.g.pool.Values(p.Path.String()) {
+		s, ok := pv.Value.(string)
+		if !ok || !intStringRE.MatchString(s) {
+			return domNone
+		}
+		n++
+	}
+	if p.HasDefault {
+		s, ok := p.Default.(string)
+		if !ok || !intStringRE.MatchString(s) {
+			return domNone
+		}
+		n++
+	}
+	if n == 0 {
+		return domNone
+	}
+	return domIntString
+}
+
+// likeValue returns a value in the form of old (an integer, a boolean, a duration, a version, a
+// quantity), different from it; false when old has no form it knows.
+func (c *caseCtx) likeValue(old string) (string, bool) {
+	var opts []string
+	switch {
+	case old == "true" || old == "false":
+		opts = []string{map[string]string{"true": "false", "false": "true"}[old]}
+	case intStringRE.MatchString(old):
+		opts = intStringValues(old)
+	case domainAccepts(domDuration, old) && strings.ContainsAny(old, "smhdwy"):
+		opts = durationValues([]string{old})
+	case versionLikeRE.MatchString(old):
+		opts = versionValues("", []string{old})
+	default:
+		if q, err := resource.ParseQuantity(old); err == nil && strings.IndexFunc(old, unicode.IsLetter) > 0 {
+			if v, err := scaleQuantity(q.String(), 2, 1); err == nil {
+				opts = []string{v}
+			}
+		}
+	}
+	var out []string
+	for _, v := range opts {
+		if v != old {
+			out = append(out, v)
+		}
+	}
+	if len(out) == 0 {
+		return "", false
+	}
+	return out[c.r.IntN(len(out))], true
+}
+
+// intStringValues returns integers near n's (double, half, next) as strings.
+func intStringValues(n string) []string {
+	v, err := strconv.ParseInt(n, 10, 64)
+	if err != nil {
+		return nil
+	}
+	if v == 0 {
+		return []string{"1", "10"}
+	}
+	out := []string{strconv.FormatInt(v+1, 10)}
+	if v < 1<<40 && v > -(1<<40) {
+		out = append(out, strconv.FormatInt(v*2, 10))
+	}
+	if v/2 != 0 {
+		out = append(out, strconv.FormatInt(v/2, 10))
+	}
+	return out
 }
 
 // domainAccepts reports whether v is a value of domain d.
@@ -246,6 +345,8 @@ func domainAccepts(d domain, v any) bool {
 		return len(validation.IsValidPortName(s)) == 0
 	case domAPIVersion:
 		return apiVersionRE.MatchString(s)
+	case domIntString:
+		return intStringRE.MatchString(s)
 	}
 	return true
 }
@@ -370,6 +471,10 @@ func (c *caseCtx) domainValues(p *crd.Property, d domain) []string {
 		return []string{"gt-" + c.word(5)}
 	case domAPIVersion:
 		return []string{"v1"}
+	case domIntString:
+		if len(seen) > 0 {
+			return intStringValues(seen[0])
+		}
 	}
 	return nil
 }

@@ -143,6 +143,38 @@ func TestDomainValues(t *testing.T) {
 			check(t, path, subdomain, "a non-empty DNS-1123 subdomain")
 		}
 	})
+	t.Run("the seed's form", func(t *testing.T) {
+		check(t, "spec.failoverTimeout", str(regexp.MustCompile(`^[0-9]+$`).MatchString), "milliseconds, as the default 10000")
+		forms := map[string]*regexp.Regexp{
+			"maxConnections": regexp.MustCompile(`^[0-9]+$`),
+			"slowLog":        regexp.MustCompile(`^(true|false)$`),
+			"flushInterval":  regexp.MustCompile(`^[0-9]+(s|m|h)$`),
+			"cacheSize":      regexp.MustCompile(`^[0-9]+(Ki|Mi|Gi)$`),
+		}
+		changed := map[string]bool{}
+		for _, tc := range plan.TestCases {
+			if tc.Label != Valid {
+				continue
+			}
+			for _, st := range plan.States(tc.ID) {
+				cfg, _ := jsonv.Get(st, "/spec/config")
+				m, _ := cfg.(map[string]any)
+				for k, re := range forms {
+					v, ok := m[k].(string)
+					if !ok || v == seed["spec"].(map[string]any)["config"].(map[string]any)[k] {
+						continue
+					}
+					changed[k] = true
+					if !re.MatchString(v) {
+						t.Errorf("%s: config key %s set to %q, not in the seed's form", tc.ID, k, v)
+					}
+				}
+			}
+		}
+		if len(changed) == 0 {
+			t.Error("no valid test case changes a configuration value: the check proves nothing")
+		}
+	})
 	t.Run("port", func(t *testing.T) {
 		check(t, "spec.readinessPort", func(v any) bool {
 			if n, ok := jsonv.AsInt(v); ok {

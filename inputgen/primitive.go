@@ -553,6 +553,10 @@ func (c *caseCtx) mapValue(key string, avoid any) any {
 	case int64, float64:
 		n, _ := jsonv.AsFloat(avoid)
 		return int64(n) + 1 + int64(c.r.IntN(9))
+	case string:
+		if v, ok := c.likeValue(avoid.(string)); ok {
+			return v
+		}
 	}
 	return "gauntlet-" + c.word(5)
 }

@@ -799,6 +799,12 @@ func (c *caseCtx) str(p *crd.Property, avoid any) (any, error) {
 			return v, nil
 		}
 	}
+	if old, ok := avoid.(string); ok && p.Name() == "{*}" && p.Format == "" {
+		// A value of a string map (configuration): in the form of the value it replaces.
+		if v, ok := c.likeValue(old); ok && c.g.fits(p, v) {
+			return v, nil
+		}
+	}
 	if p.Pattern != "" {
 		return c.fromPattern(p, avoid)
 	}
@@ -878,6 +884,9 @@ func (c *caseCtx) formatted(p *crd.Property) string {
 	case semantic.HintVersion:
 		return fmt.Sprintf("%d.%d.%d", 1+r.IntN(3), r.IntN(10), r.IntN(10))
 	case semantic.HintImage:
+		if domainOf(p) != domImage {
+			break // an RBD image: a plain name
+		}
 		return fmt.Sprintf("registry.example.com/gauntlet/%s:%d.%d.%d", c.word(5), 1+r.IntN(3), r.IntN(10), r.IntN(10))
 	}
 	return "gauntlet-" + c.word(5)
