@@ -28,11 +28,21 @@ import (
 // ErrNoJournal is returned by a resume when the folder holds no journal.
 var ErrNoJournal = errors.New("no journal.jsonl in the results folder: --resume needs the folder of a campaign that was started")
 
+// PlanOptions are the generation options of a campaign's plan beyond the target and the seed.
+type PlanOptions struct {
+	// CoreValidator, when set, has the API server judge core-typed values
+	// (inputgen.Options.CoreValidator). It changes the plan, so every shard of a
+	// campaign must plan with it or every one without it; the journal records
+	// which (StartRecord.CoreValidated).
+	CoreValidator inputgen.CoreValidator
+	// Lenient drops the seed's fields the CRD schema does not declare with a
+	// warning instead of refusing the seed (inputgen.Options.Lenient).
+	Lenient bool
+}
+
 // Plan generates the target's plan with inputgen and keeps the test cases the
-// target's property restriction wants. A core validator, when given, has the
-// API server judge core-typed values (inputgen.Options.CoreValidator); it
-// changes the plan, so every shard and resume of a campaign must pass the same.
-func Plan(ctx context.Context, t *targets.Target, seed int64, core ...inputgen.CoreValidator) (*inputgen.Plan, error) {
+// target's property restriction wants.
+func Plan(ctx context.Context, t *targets.Target, seed int64, po PlanOptions) (*inputgen.Plan, error) {
 	s, err := t.Schema()
 	if err != nil {
 		return nil, err
@@ -43,10 +53,8 @@ func Plan(ctx context.Context, t *targets.Target, seed int64, core ...inputgen.C
 			pool.Add(path, v, inputgen.SourceTarget)
 		}
 	}
-	opts := inputgen.Options{Seed: seed, Examples: t.Examples, Pool: pool, Dependencies: t.Dependencies, PodLabels: t.PodLabels}
-	if len(core) > 0 {
-		opts.CoreValidator = core[0]
-	}
+	opts := inputgen.Options{Seed: seed, Examples: t.Examples, Pool: pool, Dependencies: t.Dependencies, PodLabels: t.PodLabels,
+		CoreValidator: po.CoreValidator, Lenient: po.Lenient}
 	g, err := inputgen.NewGenerator(s, t.Seed, opts)
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
@@ -166,7 +174,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	} else {
 		var cases []*inputgen.TestCase
-		if plan, cases, err = SelectCases(ctx, cfg); err != nil {
+		plan, cases, err = SelectCases(ctx, cfg)
+		if cfg.AfterPlan != nil {
+			cfg.AfterPlan()
+		}
+		if err != nil {
 			return nil, err
 		}
 		if cfg.Workers > len(cases) {
@@ -177,7 +189,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			planned += caseCost(tc)
 		}
 		start = &StartRecord{Target: cfg.Target.Source, Seed: cfg.Seed, Workers: cfg.Workers, MaxSteps: cfg.MaxSteps, GoTests: cfg.GoTests,
-			Properties: cfg.Target.Properties, Assignments: Partition(cases, cfg.Workers), Planned: planned, Faults: cfg.Faults}
+			Properties: cfg.Target.Properties, Assignments: Partition(cases, cfg.Workers), Planned: planned, Faults: cfg.Faults,
+			CoreValidated: cfg.Plan.CoreValidator != nil}
 		if !cfg.Shard.IsZero() {
 			sh := cfg.Shard
 			start.Shard = &sh

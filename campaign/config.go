@@ -52,6 +52,12 @@ type Config struct {
 	// kept for tearing down and writing the reports; the campaign then ends
 	// partial (StopBudget), with its reports, and Resume continues it.
 	Budget time.Duration
+	// Plan holds the plan's generation options (the API server's check of
+	// core-typed values, lenient seeds). A resume reads the plan it recorded.
+	Plan PlanOptions
+	// AfterPlan, when set, is called once a new campaign's plan is made (before
+	// any cluster starts), e.g. to stop the API server of Plan.CoreValidator.
+	AfterPlan func()
 	// CaseFilter, when set, keeps only the test cases it accepts (after the target's property
 	// restriction).
 	CaseFilter func(*inputgen.TestCase) bool

@@ -58,6 +58,10 @@ type StartRecord struct {
 	// Shard is the slice of the plan the campaign runs (nil: the whole plan);
 	// Assignments hold only its cases.
 	Shard *Shard `json:"shard,omitempty"`
+	// CoreValidated is true when the plan was generated with the API server
+	// judging core-typed values (PlanOptions.CoreValidator): a resume keeps the
+	// recorded plan, and CheckCoreValidation refuses a request for the other.
+	CoreValidated bool `json:"coreValidated,omitempty"`
 }
 
 // shard is the recorded shard (the zero value for the whole plan).

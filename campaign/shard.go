@@ -134,7 +134,7 @@ func SelectCases(ctx context.Context, cfg Config) (*inputgen.Plan, []*inputgen.T
 	if err := cfg.Shard.Validate(); err != nil {
 		return nil, nil, err
 	}
-	plan, err := Plan(ctx, cfg.Target, cfg.Seed)
+	plan, err := Plan(ctx, cfg.Target, cfg.Seed, cfg.Plan)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -78,7 +78,7 @@ func TestShardsOfValkeyPlan(t *testing.T) {
 	}
 	ctx := context.Background()
 	const seed = 3
-	plan, err := Plan(ctx, tg, seed)
+	plan, err := Plan(ctx, tg, seed, PlanOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

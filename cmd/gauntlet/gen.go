@@ -90,7 +90,7 @@ func startCoreValidator(ctx context.Context, mode string, log *slog.Logger) (*ap
 		return nil, nil
 	case validateCoreAuto, validateCoreOn:
 	default:
-		return nil, fmt.Errorf("gen: --validate-core=%q: want auto, on or off", mode)
+		return nil, fmt.Errorf("--validate-core=%q: want auto, on or off", mode)
 	}
 	t0 := time.Now()
 	srv, err := apicheck.Start(ctx, apicheck.Options{Log: log})
@@ -99,7 +99,7 @@ func startCoreValidator(ctx context.Context, mode string, log *slog.Logger) (*ap
 		log.Info("API server for --validate-core ready", "took", time.Since(t0).Round(time.Millisecond))
 		return srv, nil
 	case mode == validateCoreOn:
-		return nil, fmt.Errorf("gen: --validate-core=on: %w", err)
+		return nil, fmt.Errorf("--validate-core=on: %w", err)
 	case errors.Is(err, apicheck.ErrUnavailable):
 		log.Warn("core-typed values are not judged by the API server (the control plane is not built: run `make controlplane`); pass --validate-core=off to silence this", "err", err)
 		return nil, nil

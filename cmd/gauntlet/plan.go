@@ -35,8 +35,12 @@ func printCases(w io.Writer, cfg campaign.Config, cases []*inputgen.TestCase) er
 	if !cfg.Shard.IsZero() {
 		what = "shard " + cfg.Shard.String()
 	}
-	fmt.Fprintf(w, "# target %s, seed %d, order %s, %s: %d test cases, %d desired states on %d workers (no cluster started)\n",
-		cfg.Target.Name, cfg.Seed, order, what, len(cases), states, workers)
+	check := "off"
+	if cfg.Plan.CoreValidator != nil {
+		check = "on"
+	}
+	fmt.Fprintf(w, "# target %s, seed %d, order %s, %s: %d test cases, %d desired states on %d workers (no cluster started; API server check of core-typed values %s)\n",
+		cfg.Target.Name, cfg.Seed, order, what, len(cases), states, workers, check)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "#\tcampaign#\tworker\tlabel\tstates\tid (property#generator)")
 	for i, tc := range cases {

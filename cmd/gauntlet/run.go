@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -94,8 +96,8 @@ func newRunCmd(g *globals) *cobra.Command {
 		faultKinds                     []string
 		faultEvery                     int
 		faultHold, minBudget, budget   time.Duration
-		fromSeed, dryRun               bool
-		shard                          string
+		fromSeed, dryRun, lenient      bool
+		shard, validateCore            string
 	)
 	cmd := &cobra.Command{
 		Use:   "run --target valkey|FILE [--workers N] [--seed N] [--out DIR] [--max-steps N] [--shard K/N] [--dry-run] | --resume DIR",
@@ -108,7 +110,15 @@ A campaign killed at any point continues with --resume DIR.
 --shard K/N runs the K-th of N disjoint slices of the campaign (1-based; env/N
 takes K from a Kubernetes Indexed Job's $JOB_COMPLETION_INDEX + 1), so N machines
 share it; gauntlet merge joins their results folders. --dry-run prints the test
-cases a run would execute, in order, without starting a cluster.`,
+cases a run would execute, in order, without starting a cluster.
+
+As gauntlet gen does, the plan's core-typed values (containers, affinity,
+claims, Services, ...) are judged by a real API server's dry run: an etcd and
+kube-apiserver from the pinned control plane run while the plan is made and
+stop before the first cluster starts. --validate-core=auto (the default) does
+this when the control plane is built; with --shard it requires it, so every
+shard plans the same; off plans without it on every shard. The journal records
+which, and --resume keeps the recorded plan.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg := campaign.Config{Workers: workers, Seed: seed, OutDir: out, MaxSteps: maxSteps, GoTests: goTests,
@@ -139,6 +149,10 @@ cases a run would execute, in order, without starting a cluster.`,
 				if err != nil {
 					return fmt.Errorf("resume %s: %w", resume, err)
 				}
+				// The recorded plan is used: the API server is not needed again.
+				if err := campaign.CheckCoreValidation(st, validateCore, cmd.Flags().Changed("validate-core")); err != nil {
+					return fmt.Errorf("resume %s: %w", resume, err)
+				}
 				target = st.Target
 				cfg.OutDir, cfg.Resume, cfg.GoTests = resume, true, st.GoTests
 				t, p, err := rf.resolve(g, target)
@@ -162,6 +176,27 @@ cases a run would execute, in order, without starting a cluster.`,
 					return err
 				}
 				cfg.Target, cfg.Provider = t, p
+				cfg.Plan.Lenient = lenient
+				mode, err := campaign.CoreCheckMode(validateCore, cfg.Shard)
+				if err != nil {
+					return err
+				}
+				srv, err := startCoreValidator(cmd.Context(), mode, g.logger())
+				if err != nil {
+					if !cfg.Shard.IsZero() && validateCore != campaign.CoreCheckOn {
+						err = fmt.Errorf("%w (with --shard, --validate-core=auto requires the check so every shard plans the same: pass --validate-core=off to every shard to plan without it)", err)
+					}
+					return fmt.Errorf("run: %w", err)
+				}
+				if srv != nil {
+					stop := sync.OnceFunc(func() {
+						if err := srv.Stop(context.WithoutCancel(cmd.Context())); err != nil {
+							g.logger().Warn("stopping the API server of --validate-core", "err", err)
+						}
+					})
+					defer stop()
+					cfg.Plan.CoreValidator, cfg.AfterPlan = srv, stop
+				}
 				if dryRun {
 					_, cases, err := campaign.SelectCases(cmd.Context(), cfg)
 					if err != nil {
@@ -193,6 +228,8 @@ cases a run would execute, in order, without starting a cluster.`,
 	f.StringVar(&order, "order", campaign.OrderBreadth, "test-case order: breadth (a seeded round-robin over properties, operation-heavy first) or plan (the plan's alphabetical order)")
 	f.DurationVar(&budget, "budget", 0, "wall-clock limit: no step starts that would overrun it (with time kept for the reports); the run ends partial, with its reports, and --resume continues it (SIGINT/SIGTERM do the same)")
 	f.StringVar(&shard, "shard", "", "run shard K of N of the campaign (K/N, 1-based; env/N: K = $JOB_COMPLETION_INDEX+1 in a Kubernetes Indexed Job); gauntlet merge joins the shards' results")
+	f.StringVar(&validateCore, "validate-core", campaign.CoreCheckAuto, "judge the plan's core-typed values with a real API server's dry run, as gauntlet gen does: auto (when the control plane is built; on with --shard, so every shard plans the same), on, off; recorded in the journal (a resume keeps it)")
+	f.BoolVar(&lenient, "lenient", false, "drop the target seed's fields the CRD schema does not declare with a warning (default: refuse the seed, naming them)")
 	f.BoolVar(&dryRun, "dry-run", false, "print the test cases the run (or its --shard) would execute, in order, and start nothing")
 	f.StringVar(&resume, "resume", "", "continue the campaign recorded in DIR")
 	f.BoolVar(&goTests, "go-tests", false, "emit a Go regression test per alarm group")
