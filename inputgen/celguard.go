@@ -104,14 +104,41 @@ func ruleGuards(p *parser.Parser, rule string) []guard {
 		if !pure {
 			continue
 		}
+		// A condition on values first; only then the absence of another field (which a setup
+		// would remove).
+		var fallback []guardCond
+		var chosen []guardCond
 		for _, d := range rest {
-			if conds, ok := conditions(d, false); ok && len(conds) > 0 {
-				out = append(out, guard{guarded: a.path, when: conds, rule: rule})
-				break
+			conds, ok := conditions(d, false)
+			if !ok || len(conds) == 0 {
+				continue
 			}
+			if onlyAbsence(conds) {
+				if fallback == nil {
+					fallback = conds
+				}
+				continue
+			}
+			chosen = conds
+			break
+		}
+		if chosen == nil {
+			chosen = fallback
+		}
+		if chosen != nil {
+			out = append(out, guard{guarded: a.path, when: chosen, rule: rule})
 		}
 	}
 	return out
+}
+
+func onlyAbsence(conds []guardCond) bool {
+	for _, c := range conds {
+		if c.op != PredAbsent {
+			return false
+		}
+	}
+	return true
 }
 
 // disjuncts flattens e into the expressions one of which must hold: a || b, !(a && b) as

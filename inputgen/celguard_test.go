@@ -52,6 +52,9 @@ func TestRuleGuards(t *testing.T) {
 		{`self.mode != 'standalone' ? true : !has(self.shards)`, "shards <- mode notEquals standalone"},
 		{`!has(self.tls) || !(self.mode == 'a' || self.mode == 'b')`, "tls <- mode notEquals a, mode notEquals b"},
 		{`!has(self.x) || ((has(self.y) && has(self.y.mode)) ? self.y.mode : 'Disabled') == 'On'`, "x <- y.mode equals On (absent: Disabled)"},
+		// A condition on values is preferred to removing another field.
+		{`!has(self.x) || !has(self.y) || self.mode == 'a'`, "x <- mode equals a; y <- mode equals a"},
+		{`!has(self.x) || !has(self.y) || self.list.all(e, e != '')`, "x <- y absent; y <- x absent"},
 		// Not guards: no presence test, a constraint on the guarded field's own value, a
 		// conjunction, comparisons of two fields, comprehensions, transition rules.
 		{`self.minSize <= self.maxSize`, ""},
