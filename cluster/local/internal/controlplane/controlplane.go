@@ -139,6 +139,10 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 		"--allow-privileged=true",
 		"--profiling=false",
 		"--enable-priority-and-fairness=false",
+		// Admission webhooks and aggregated APIs are dialled at their Service's
+		// endpoints (pod IPs, reachable from the host) instead of its ClusterIP,
+		// which only pods' Service proxies know.
+		"--enable-aggregator-routing=true",
 		"--event-ttl=1h",
 		"--v=1",
 	}

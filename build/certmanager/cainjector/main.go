@@ -1,0 +1,88 @@
+// Command cainjector is cert-manager's CA injector, built by Gauntlet from the
+// pinned cert-manager module (see ../controller/main.go for why Gauntlet writes
+// the command itself). It copies CA bundles into webhook configurations,
+// APIServices and CRD conversion settings annotated with
+// cert-manager.io/inject-ca-from(-secret), with the module's reconcilers on a
+// controller-runtime manager, without leader election (one replica).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	admissionreg "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiext "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/klog/v2"
+	apireg "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	"github.com/cert-manager/cert-manager/pkg/controller/cainjector"
+	logf "github.com/cert-manager/cert-manager/pkg/logs"
+)
+
+func main() {
+	var (
+		namespace = flag.String("namespace", "", "namespace of the Secrets and Certificates read (empty: all)")
+		metrics   = flag.String("metrics-listen-address", "0.0.0.0:9402", "metrics address (0 turns it off)")
+		healthz   = flag.String("healthz-listen-address", "0.0.0.0:9403", "address of /livez and /readyz")
+	)
+	klog.InitFlags(nil)
+	flag.Parse()
+
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer cancel()
+	log := logf.Log.WithName("cainjector")
+	ctrl.SetLogger(log)
+	ctx = logf.NewContext(ctx, log)
+
+	scheme := runtime.NewScheme()
+	utilruntime.Must(corev1.AddToScheme(scheme))
+	utilruntime.Must(admissionreg.AddToScheme(scheme))
+	utilruntime.Must(apiext.AddToScheme(scheme))
+	utilruntime.Must(apireg.AddToScheme(scheme))
+	utilruntime.Must(cmapi.AddToScheme(scheme))
+
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		fail("kubernetes config: %v", err)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: *metrics},
+		HealthProbeBindAddress: *healthz,
+		LivenessEndpointName:   "/livez",
+		ReadinessEndpointName:  "/readyz",
+	})
+	if err != nil {
+		fail("controller manager: %v", err)
+	}
+	if err := cainjector.RegisterAllInjectors(ctx, mgr, cainjector.SetupOptions{
+		Namespace:                    *namespace,
+		EnableCertificatesDataSource: true,
+		EnabledReconcilersFor: map[string]bool{
+			cainjector.MutatingWebhookConfigurationName:   true,
+			cainjector.ValidatingWebhookConfigurationName: true,
+			cainjector.APIServiceName:                     true,
+			cainjector.CustomResourceDefinitionName:       true,
+		},
+	}); err != nil {
+		fail("register the injectors: %v", err)
+	}
+	if err := mgr.Start(ctx); err != nil {
+		fail("%v", err)
+	}
+}
+
+func fail(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "cert-manager cainjector: "+format+"\n", args...)
+	os.Exit(1)
+}
