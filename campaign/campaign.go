@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -38,6 +39,10 @@ type PlanOptions struct {
 	// Lenient drops the seed's fields the CRD schema does not declare with a
 	// warning instead of refusing the seed (inputgen.Options.Lenient).
 	Lenient bool
+	// Logger receives generation's warnings (the seed's dropped fields and
+	// values scenarios cannot use); nil discards. SelectCases passes
+	// Config.Logger when it is nil.
+	Logger *slog.Logger
 }
 
 // Plan generates the target's plan with inputgen and keeps the test cases the
@@ -54,7 +59,7 @@ func Plan(ctx context.Context, t *targets.Target, seed int64, po PlanOptions) (*
 		}
 	}
 	opts := inputgen.Options{Seed: seed, Examples: t.Examples, Pool: pool, Dependencies: t.Dependencies, PodLabels: t.PodLabels,
-		CoreValidator: po.CoreValidator, Lenient: po.Lenient}
+		CoreValidator: po.CoreValidator, Lenient: po.Lenient, Logger: po.Logger}
 	g, err := inputgen.NewGenerator(s, t.Seed, opts)
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)

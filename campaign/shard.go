@@ -134,7 +134,11 @@ func SelectCases(ctx context.Context, cfg Config) (*inputgen.Plan, []*inputgen.T
 	if err := cfg.Shard.Validate(); err != nil {
 		return nil, nil, err
 	}
-	plan, err := Plan(ctx, cfg.Target, cfg.Seed, cfg.Plan)
+	po := cfg.Plan
+	if po.Logger == nil {
+		po.Logger = cfg.Logger
+	}
+	plan, err := Plan(ctx, cfg.Target, cfg.Seed, po)
 	if err != nil {
 		return nil, nil, err
 	}
