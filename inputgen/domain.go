@@ -2,6 +2,7 @@ package inputgen
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -50,9 +51,17 @@ const (
 	// domIntString is a string holding an integer, as every value seen for the property does
 	// (a timeout of "10000" milliseconds).
 	domIntString
+	// domIP is an IP address (a host alias, a name server, an external IP).
+	domIP
+	// domAbsPath is an absolute file path (a mount path, an NFS export, a host path).
+	domAbsPath
+	// domHostPort is a host:port pair (an iSCSI portal, a Quobyte registry).
+	domHostPort
+	// domIQN is an iSCSI qualified name.
+	domIQN
 )
 
-var domainNames = [...]string{"", "cron", "url", "duration", "version", "image", "dns-label", "dns-subdomain", "env-name", "port-name", "port", "api-version", "int-string"}
+var domainNames = [...]string{"", "cron", "url", "duration", "version", "image", "dns-label", "dns-subdomain", "env-name", "port-name", "port", "api-version", "int-string", "ip", "abs-path", "host-port", "iqn"}
 
 func (d domain) String() string {
 	if int(d) < len(domainNames) {
@@ -164,6 +173,14 @@ func coreDomain(p *crd.Property) (domain, bool) {
 		return domNone, true
 	case name == "secretName" || name == "claimName" || name == "serviceAccountName" || name == "storageClassName" || name == "priorityClassName":
 		return domDNSSubdomain, true
+	case name == "ip" && owner == "hostAliases", name == "nameservers", name == "externalIPs", name == "loadBalancerIP":
+		return domIP, true
+	case name == "mountPath" || name == "devicePath" || (name == "path" && (owner == "nfs" || owner == "hostPath" || owner == "local")):
+		return domAbsPath, true
+	case name == "targetPortal" || name == "portals" || (name == "registry" && owner == "quobyte"):
+		return domHostPort, true
+	case owner == "iscsi" && (name == "iqn" || name == "initiatorName"):
+		return domIQN, true
 	case name == "serviceName" || name == "subdomain":
 		return domDNSLabel, true
 	}
@@ -347,6 +364,15 @@ func domainAccepts(d domain, v any) bool {
 		return apiVersionRE.MatchString(s)
 	case domIntString:
 		return intStringRE.MatchString(s)
+	case domIP:
+		return net.ParseIP(s) != nil
+	case domAbsPath:
+		return strings.HasPrefix(s, "/") && !strings.Contains(s, "..")
+	case domHostPort:
+		_, port, err := net.SplitHostPort(s)
+		return err == nil && port != ""
+	case domIQN:
+		return strings.HasPrefix(s, "iqn.") || strings.HasPrefix(s, "eui.") || strings.HasPrefix(s, "naa.")
 	}
 	return true
 }
@@ -475,6 +501,14 @@ func (c *caseCtx) domainValues(p *crd.Property, d domain) []string {
 		if len(seen) > 0 {
 			return intStringValues(seen[0])
 		}
+	case domIP:
+		return []string{fmt.Sprintf("10.%d.%d.%d", c.r.IntN(256), c.r.IntN(256), 1+c.r.IntN(254))}
+	case domAbsPath:
+		return []string{"/gauntlet/" + c.word(5)}
+	case domHostPort:
+		return []string{fmt.Sprintf("10.0.%d.%d:3260", c.r.IntN(256), 1+c.r.IntN(254))}
+	case domIQN:
+		return []string{"iqn.2001-04.dev.gauntlet:" + c.word(5)}
 	}
 	return nil
 }
@@ -688,4 +722,21 @@ func (c *caseCtx) portName(p *crd.Property, avoid any) (any, error) {
 		return nil, errSkip
 	}
 	return opts[c.r.IntN(len(opts))], nil
+}
+
+// fallbackImage is the image a container gets when neither the seed, the examples nor the target
+// offer one: a real public image (the embedded cluster runs busybox with the host's shell tools),
+// never a made-up reference that cannot be pulled.
+const fallbackImage = "busybox:1.36"
+
+// isReferenceName reports whether f, of domain d, names the object a core type refers to (a
+// ConfigMap volume's name, a Secret key selector's name): Kubernetes requires it though the CRD
+// may not.
+func isReferenceName(f *crd.Property, d domain) bool {
+	if d != domDNSSubdomain {
+		return false
+	}
+	_, name, ok := coreField(f)
+	// Not a class or an account: naming one that does not exist breaks the pod.
+	return ok && (name == "name" || name == "secretName" || name == "claimName")
 }

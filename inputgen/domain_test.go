@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/url"
 	"regexp"
 	"sort"
@@ -175,6 +176,58 @@ func TestDomainValues(t *testing.T) {
 			t.Error("no valid test case changes a configuration value: the check proves nothing")
 		}
 	})
+	t.Run("core fields", func(t *testing.T) {
+		check(t, "spec.pod.hostAliases[*].ip", str(func(s string) bool { return net.ParseIP(s) != nil }), "an IP address")
+		check(t, "spec.pod.containers[*].env[*].valueFrom.fieldRef.fieldPath", in("metadata.name", "metadata.namespace", "metadata.uid"),
+			"a field path the downward API supports")
+		check(t, "spec.pod.topologySpreadConstraints[*].maxSkew", func(v any) bool { n, ok := jsonv.AsInt(v); return ok && n >= 1 }, "a positive skew")
+		check(t, "spec.volumes[*].hostPath.path", str(func(s string) bool { return strings.HasPrefix(s, "/") }), "an absolute path")
+		check(t, "spec.volumes[*].hostPath.type", in("", "DirectoryOrCreate", "Directory", "FileOrCreate", "File", "Socket", "CharDevice", "BlockDevice"),
+			"a host path type")
+		if vs := vals["spec.pod.containers[*].livenessProbe.successThreshold"]; len(vs) > 0 {
+			check(t, "spec.pod.containers[*].livenessProbe.successThreshold", func(v any) bool { n, ok := jsonv.AsInt(v); return ok && n == 1 }, "1")
+		}
+		var ephemeral int
+		for _, tc := range plan.TestCases {
+			if !strings.HasPrefix(tc.Property, "spec.pod.ephemeralContainers") {
+				continue
+			}
+			if tc.Label == Valid && !strings.HasPrefix(tc.Description, "remove") {
+				t.Errorf("%s is valid: %s", tc.ID, tc.Description)
+			}
+			ephemeral++
+		}
+		if ephemeral == 0 {
+			t.Error("no test case sets an ephemeral container: the check proves nothing")
+		}
+		probed := 0
+		for _, tc := range plan.TestCases {
+			if tc.Label != Valid {
+				continue
+			}
+			for _, st := range plan.States(tc.ID) {
+				for _, list := range []string{"/spec/pod/containers", "/spec/sidecars", "/spec/pod/initContainers"} {
+					l, _ := jsonv.Get(st, list)
+					items, _ := l.([]any)
+					for i, it := range items {
+						m := it.(map[string]any)
+						if img, _ := m["image"].(string); img == "" && !strings.Contains(tc.Description, "remove") {
+							t.Errorf("%s: %s/%d has no image: %v", tc.ID, list, i, m)
+						}
+						if _, probe := m["livenessProbe"]; probe && list == "/spec/pod/initContainers" {
+							probed++
+							if m["restartPolicy"] != "Always" {
+								t.Errorf("%s: init container %d has a liveness probe but restartPolicy %v", tc.ID, i, m["restartPolicy"])
+							}
+						}
+					}
+				}
+			}
+		}
+		if probed == 0 {
+			t.Error("no valid test case gives an init container a probe: the check proves nothing")
+		}
+	})
 	t.Run("port", func(t *testing.T) {
 		check(t, "spec.readinessPort", func(v any) bool {
 			if n, ok := jsonv.AsInt(v); ok {
@@ -258,15 +311,14 @@ func TestDomainOf(t *testing.T) {
 }
 
 // TestNoMadeUpImages checks that, when neither the seed nor the target offers an image, valid test
-// cases add none (a made-up reference never pulls) and setting one is a misoperation.
+// cases use a real public one (a made-up reference never pulls) and setting a made-up one is a
+// misoperation.
 func TestNoMadeUpImages(t *testing.T) {
 	s, seed, _ := loadCase(t, "domain")
 	seed = jsonv.CopyMap(seed)
 	spec := seed["spec"].(map[string]any)
 	delete(spec, "image")
-	for _, sc := range spec["sidecars"].([]any) {
-		delete(sc.(map[string]any), "image")
-	}
+	delete(spec, "sidecars")
 	g := mustGenerator(t, s, seed, Options{Seed: 1})
 	plan, err := g.Plan(context.Background())
 	if err != nil {
@@ -274,12 +326,36 @@ func TestNoMadeUpImages(t *testing.T) {
 	}
 	vals := validValues(t, g, plan)
 	for _, path := range []string{"spec.image", "spec.exporter.image", "spec.sidecars[*].image"} {
-		if len(vals[path]) > 0 {
-			t.Errorf("%s: valid test cases set images %v though none is offered", path, vals[path])
+		for _, v := range vals[path] {
+			if v != fallbackImage {
+				t.Errorf("%s: valid test cases set image %v though none is offered, want only %s", path, v, fallbackImage)
+			}
 		}
 		tc := plan.TestCase(path + "#string/generated")
 		if tc == nil || tc.Label != Misoperation {
 			t.Errorf("%s#string/generated: %v, want a misoperation", path, tc)
 		}
+	}
+	// Kubernetes requires a container's image though the CRD does not.
+	added := 0
+	for _, tc := range plan.TestCases {
+		if tc.Label != Valid || strings.Contains(tc.Description, "remove") {
+			continue
+		}
+		for _, st := range plan.States(tc.ID) {
+			for _, list := range []string{"/spec/sidecars", "/spec/pod/containers"} {
+				l, _ := jsonv.Get(st, list)
+				items, _ := l.([]any)
+				for i, it := range items {
+					added++
+					if img, _ := it.(map[string]any)["image"].(string); img == "" {
+						t.Errorf("%s: %s/%d has no image", tc.ID, list, i)
+					}
+				}
+			}
+		}
+	}
+	if added == 0 {
+		t.Error("no valid test case adds a container: the check proves nothing")
 	}
 }

@@ -60,7 +60,111 @@ func (g *Generator) generatorsFor(p *crd.Property) []namedGen {
 			out = append(out, namedGen{"scalar/null", genNull})
 		}
 	}
-	return append(out, g.scenariosFor(p)...)
+	return coreRules(p, append(out, g.scenariosFor(p)...))
+}
+
+// coreRules wraps the generators of a property of a core type with what Kubernetes requires
+// wherever the operator renders it: a change the API server refuses in any case is a
+// misoperation, and an init container given probes or lifecycle hooks becomes a sidecar.
+func coreRules(p *crd.Property, gens []namedGen) []namedGen {
+	forbidden := coreForbidden(p)
+	init := initContainerOf(p)
+	if forbidden == "" && init == nil {
+		return gens
+	}
+	out := make([]namedGen, len(gens))
+	for i, ng := range gens {
+		fn := ng.fn
+		out[i] = namedGen{ng.name, func(c *caseCtx) (*draft, error) {
+			d, err := fn(c)
+			if err != nil || d.label != Valid {
+				return d, err
+			}
+			if forbidden != "" {
+				if strings.HasPrefix(d.description, "remove ") {
+					return d, nil
+				}
+				return d.asMisoperation(forbidden), nil
+			}
+			if why := makeSidecars(init, d.steps); why != "" {
+				return d.asMisoperation(why), nil
+			}
+			return d, nil
+		}}
+	}
+	return out
+}
+
+// makeSidecars sets restartPolicy: Always on every instance of the init container item that has
+// probes or lifecycle hooks in the states (the API server refuses them on a plain init
+// container); it says why when the CRD cannot express it.
+func makeSidecars(item *crd.Property, states []map[string]any) string {
+	for _, st := range states {
+		for _, ptr := range instances(st, item.Path) {
+			v, _ := jsonv.Get(st, ptr)
+			m, ok := v.(map[string]any)
+			if !ok || m["restartPolicy"] == "Always" {
+				continue
+			}
+			needs := false
+			for _, k := range sidecarOnly {
+				if x, set := m[k]; set && x != nil {
+					needs = true
+				}
+			}
+			if !needs {
+				continue
+			}
+			if item.Field("restartPolicy") == nil {
+				return "an init container with probes or lifecycle hooks must be a sidecar (restartPolicy: Always), which the CRD cannot express"
+			}
+			if err := jsonv.Set(st, ptr+"/restartPolicy", "Always"); err != nil {
+				return err.Error()
+			}
+		}
+	}
+	return ""
+}
+
+// instances returns the JSON pointers of every value of state at the schema path (all items of
+// lists, all entries of maps).
+func instances(state map[string]any, path crd.Path) []string {
+	type at struct {
+		toks []jsonv.Token
+		v    any
+	}
+	cur := []at{{nil, state}}
+	for _, seg := range path {
+		var next []at
+		for _, a := range cur {
+			switch seg.Kind {
+			case crd.Field:
+				if m, ok := a.v.(map[string]any); ok {
+					if v, ok := m[seg.Name]; ok {
+						next = append(next, at{append(a.toks[:len(a.toks):len(a.toks)], seg.Name), v})
+					}
+				}
+			case crd.Item:
+				if l, ok := a.v.([]any); ok {
+					for i, v := range l {
+						next = append(next, at{append(a.toks[:len(a.toks):len(a.toks)], i), v})
+					}
+				}
+			case crd.Value:
+				if m, ok := a.v.(map[string]any); ok {
+					for _, k := range sortedKeys(m) {
+						next = append(next, at{append(a.toks[:len(a.toks):len(a.toks)], k), m[k]})
+					}
+				}
+			}
+		}
+		cur = next
+	}
+	out := make([]string, len(cur))
+	for i, a := range cur {
+		out[i] = jsonv.Pointer(a.toks)
+	}
+	return out
 }
 
 var nonIdent = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
@@ -300,8 +404,13 @@ func genChange(c *caseCtx) (*draft, error) {
 		desc = fmt.Sprintf("set %s to an image that does not exist (%s)", c.p.Path, describeValue(nv))
 	case len(known) > 0 && !containsValue(stringsToAny(known), nv):
 		label = Misoperation
+		what := c.p.Semantic.Type[strings.LastIndex(c.p.Semantic.Type, "/")+1:]
+		if i := strings.IndexByte(what, '#'); i >= 0 {
+			// A free string of a core type Kubernetes restricts (a topology key, a field path).
+			what = what[:i] + " " + c.p.Path.Last()
+		}
 		desc = fmt.Sprintf("set %s to %s, which is not a valid %s (known values: %s)", c.p.Path, describeValue(nv),
-			c.p.Semantic.Type[strings.LastIndex(c.p.Semantic.Type, "/")+1:], strings.Join(known, ", "))
+			what, strings.Join(known, ", "))
 	}
 	return single(label, desc, st), nil
 }

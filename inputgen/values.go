@@ -152,6 +152,9 @@ func (c *caseCtx) fill(node *crd.Property) any {
 	if cands := c.candidates(node); len(cands) > 0 {
 		return jsonv.Copy(cands[c.r.IntN(len(cands))])
 	}
+	if c.domain(node) == domImage && c.g.fits(node, fallbackImage) {
+		return fallbackImage
+	}
 	v, err := c.scalar(node, nil)
 	if err != nil {
 		return ""
@@ -193,7 +196,10 @@ func knownValues(p *crd.Property) []string {
 	if p.Semantic == nil || p.Semantic.Type == "" {
 		return nil
 	}
-	return semantic.KnownValues(p.Semantic.Type)
+	if v := semantic.KnownValues(p.Semantic.Type); len(v) > 0 {
+		return v
+	}
+	return coreKnown(p)
 }
 
 func containsValue(list []any, v any) bool {
@@ -271,6 +277,12 @@ func (c *caseCtx) rich(node *crd.Property) any {
 	var known, other []*crd.Property
 	for _, f := range node.Fields {
 		if _, set := m[f.Name()]; set || f.Type == crd.TypeObject || f.Type == crd.TypeArray {
+			continue
+		}
+		if d := c.domain(f); d == domImage || isReferenceName(f, d) {
+			// What Kubernetes requires though the CRD does not: a container's image, the name
+			// of what a volume or an environment source refers to.
+			m[f.Name()] = c.fill(f)
 			continue
 		}
 		if len(c.candidates(f)) > 0 {
@@ -747,6 +759,15 @@ const smallClusterReplicas = 5
 
 func (c *caseCtx) integer(p *crd.Property, avoid any) (any, error) {
 	lo, hi := intBounds(p)
+	if clo, chi, ok := coreIntRange(p); ok {
+		if lo, hi = max(lo, clo), min(hi, chi); lo > hi {
+			// The name's hint (a port of 1024 to 9999) is no node port; the schema's bounds win.
+			lo, hi = intBounds(p)
+			if p.Minimum == nil && p.Maximum == nil {
+				lo, hi = clo, chi
+			}
+		}
+	}
 	if p.Semantic != nil && p.Semantic.Hint == semantic.HintReplicas {
 		hi = min(hi, max(lo, smallClusterReplicas))
 	}

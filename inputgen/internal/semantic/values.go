@@ -42,7 +42,12 @@ var knownValues = func() map[string][]string {
 	add(corev1.NodeInclusionPolicyHonor, corev1.NodeInclusionPolicyHonor, corev1.NodeInclusionPolicyIgnore)
 	add(corev1.FSGroupChangeOnRootMismatch, corev1.FSGroupChangeOnRootMismatch, corev1.FSGroupChangeAlways)
 	add(corev1.URISchemeHTTP, corev1.URISchemeHTTP, corev1.URISchemeHTTPS)
-	add(corev1.MountPropagationNone, corev1.MountPropagationNone, corev1.MountPropagationHostToContainer, corev1.MountPropagationBidirectional)
+	// Bidirectional propagation is accepted only in privileged containers.
+	add(corev1.MountPropagationNone, corev1.MountPropagationNone, corev1.MountPropagationHostToContainer)
+	add(corev1.HostPathUnset, corev1.HostPathDirectoryOrCreate, corev1.HostPathDirectory, corev1.HostPathFileOrCreate,
+		corev1.HostPathFile, corev1.HostPathSocket, corev1.HostPathCharDev, corev1.HostPathBlockDev)
+	add(corev1.NotRequired, corev1.NotRequired, corev1.RestartContainer)
+	add(corev1.SupplementalGroupsPolicyMerge, corev1.SupplementalGroupsPolicyMerge, corev1.SupplementalGroupsPolicyStrict)
 	add(corev1.PreemptLowerPriority, corev1.PreemptLowerPriority, corev1.PreemptNever)
 	add(corev1.IPv4Protocol, corev1.IPv4Protocol, corev1.IPv6Protocol)
 	add(appsv1.OrderedReadyPodManagement, appsv1.OrderedReadyPodManagement, appsv1.ParallelPodManagement)
