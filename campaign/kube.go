@@ -33,6 +33,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/gauntlet-dev/gauntlet/cluster"
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"github.com/gauntlet-dev/gauntlet/model"
 	"github.com/gauntlet-dev/gauntlet/targets"
 )
@@ -123,7 +124,7 @@ func (k *kube) apply(ctx context.Context, obj map[string]any, defaultNS string) 
 	if err != nil {
 		return err
 	}
-	u := &unstructured.Unstructured{Object: deepCopy(obj).(map[string]any)}
+	u := &unstructured.Unstructured{Object: jsonv.CopyMap(obj)}
 	if ns != "" {
 		u.SetNamespace(ns)
 	}

@@ -112,7 +112,7 @@ func (s *session) close(ctx context.Context) {
 
 // crObject is the desired state placed in the session's namespace.
 func (s *session) crObject(d model.Object) model.Object {
-	o := deepCopy(d).(map[string]any)
+	o := jsonv.CopyMap(d)
 	md, _ := o["metadata"].(map[string]any)
 	if md == nil {
 		md = map[string]any{}
@@ -544,31 +544,18 @@ func loadSnapshot(dir string) (*model.Snapshot, error) {
 }
 
 // changedPaths lists the dotted paths (keys that are not plain names quoted,
-// as the oracles read them) whose values differ between two desired states' specs.
+// as the oracles read them) whose values differ between two desired states'
+// specs: maps are compared key by key, lists and scalars whole; a field set to
+// null counts as absent.
 func changedPaths(a, b model.Object) []string {
 	var out []string
-	var walk func(p string, x, y any)
-	walk = func(p string, x, y any) {
-		xm, xok := x.(map[string]any)
-		ym, yok := y.(map[string]any)
-		if xok && yok {
-			keys := map[string]bool{}
-			for k := range xm {
-				keys[k] = true
-			}
-			for k := range ym {
-				keys[k] = true
-			}
-			for k := range keys {
-				walk(jsonv.JoinKey(p, k), xm[k], ym[k])
-			}
-			return
+	spec := jsonv.KeyPath("spec")
+	for _, c := range jsonv.DiffWith(get(a, "spec"), get(b, "spec"), jsonv.DiffOptions{Lists: jsonv.ListsWhole}) {
+		if c.A == nil && c.B == nil {
+			continue
 		}
-		if !jsonEqual(x, y) {
-			out = append(out, p)
-		}
+		out = append(out, spec.Join(c.Path).String())
 	}
-	walk("spec", get(a, "spec"), get(b, "spec"))
 	sort.Strings(out)
 	return out
 }
@@ -577,27 +564,4 @@ func jsonEqual(a, b any) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
-}
-
-// deepCopy copies JSON-like values (maps, slices, scalars).
-func deepCopy(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(x))
-		for k, c := range x {
-			m[k] = deepCopy(c)
-		}
-		return m
-	case []any:
-		s := make([]any, len(x))
-		for i, c := range x {
-			s[i] = deepCopy(c)
-		}
-		return s
-	case int:
-		return int64(x)
-	case int32:
-		return int64(x)
-	}
-	return v
 }

@@ -6,6 +6,8 @@ import (
 	"math"
 	"regexp"
 	"strings"
+
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 )
 
 // Oracle names, as they appear in findings.
@@ -151,12 +153,12 @@ func (c Config) Validate() error {
 		}
 	}
 	for _, p := range c.Skip {
-		if _, err := parsePath(p); err != nil {
+		if _, err := jsonv.ParsePath(p); err != nil {
 			errs = append(errs, fmt.Errorf("oracles: skip: %w", err))
 		}
 	}
 	for _, p := range c.MapProperties {
-		if _, err := parsePath(p); err != nil {
+		if _, err := jsonv.ParsePath(p); err != nil {
 			errs = append(errs, fmt.Errorf("oracles: map property: %w", err))
 		}
 	}
@@ -169,7 +171,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("oracles: masks: %w", err))
 	}
 	if c.SystemConfigPath != "" {
-		if _, err := parsePath(c.SystemConfigPath); err != nil {
+		if _, err := jsonv.ParsePath(c.SystemConfigPath); err != nil {
 			errs = append(errs, fmt.Errorf("oracles: system config path: %w", err))
 		}
 	}
@@ -214,10 +216,10 @@ func Default(cfg Config) []Oracle {
 }
 
 type compiledMapping struct {
-	prop  fieldPath
+	prop  jsonv.Path
 	kind  string
 	name  string
-	field fieldPath
+	field jsonv.Path
 	src   Mapping
 }
 
@@ -226,11 +228,11 @@ func (m Mapping) compile() (compiledMapping, error) {
 	if m.Property == "" || m.Kind == "" || m.Field == "" {
 		return cm, fmt.Errorf("property, kind and field are required (got %+v)", m)
 	}
-	p, err := parsePath(m.Property)
+	p, err := jsonv.ParsePath(m.Property)
 	if err != nil {
 		return cm, err
 	}
-	f, err := parsePath(m.Field)
+	f, err := jsonv.ParsePath(m.Field)
 	if err != nil {
 		return cm, err
 	}
@@ -242,10 +244,10 @@ func (m Mapping) compile() (compiledMapping, error) {
 	return compiledMapping{prop: p, kind: m.Kind, name: m.Name, field: f, src: m}, nil
 }
 
-func compilePaths(ps []string) []fieldPath {
-	var out []fieldPath
+func compilePaths(ps []string) []jsonv.Path {
+	var out []jsonv.Path
 	for _, p := range ps {
-		if fp, err := parsePath(p); err == nil {
+		if fp, err := jsonv.ParsePath(p); err == nil {
 			out = append(out, fp)
 		}
 	}

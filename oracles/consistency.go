@@ -3,10 +3,10 @@ package oracles
 import (
 	"context"
 	"fmt"
-	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"sort"
 	"strings"
 
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"github.com/gauntlet-dev/gauntlet/model"
 )
 
@@ -55,8 +55,8 @@ import (
 // Create it with NewConsistency.
 type Consistency struct {
 	mappings    []compiledMapping
-	skip        []fieldPath
-	mapProps    []fieldPath
+	skip        []jsonv.Path
+	mapProps    []jsonv.Path
 	noise       []maskRule
 	ignoreKinds map[string]bool
 }
@@ -89,9 +89,9 @@ func NewConsistency(cfg Config) *Consistency {
 // Name is "consistency".
 func (c *Consistency) Name() string { return NameConsistency }
 
-func hasDeep(p fieldPath) bool {
+func hasDeep(p jsonv.Path) bool {
 	for _, s := range p {
-		if s.kind == segDeep {
+		if s.Kind == jsonv.SegDeep {
 			return true
 		}
 	}
@@ -120,7 +120,7 @@ func (c *Consistency) Check(ctx context.Context, t *model.Transition) []model.Fi
 
 // property is one changed CR property (a concrete path).
 type property struct {
-	path            fieldPath
+	path            jsonv.Path
 	sig             string
 	prev, des       any
 	hasPrev, hasDes bool
@@ -140,29 +140,29 @@ func (c *Consistency) properties(t *model.Transition) []property {
 	if prevD == nil {
 		prevD = model.Object{}
 	}
-	var patterns []fieldPath
+	var patterns []jsonv.Path
 	if t.Step != nil {
 		for _, ch := range t.Step.Changed {
-			if p, err := parsePath(ch); err == nil {
+			if p, err := jsonv.ParsePath(ch); err == nil {
 				patterns = append(patterns, p)
 			}
 		}
 	}
 	if len(patterns) == 0 {
-		patterns = []fieldPath{nil}
+		patterns = []jsonv.Path{nil}
 	}
 	var currCR, prevCR model.Object
 	currCR, prevCR = t.Curr.CRObject(), t.Prev.CRObject()
 	seen := map[string]bool{}
 	var out []property
-	var descend func(at fieldPath, pv any, pok bool, dv any, dok bool)
-	leaf := func(at fieldPath, pv any, pok bool, dv any, dok bool) {
+	var descend func(at jsonv.Path, pv any, pok bool, dv any, dok bool)
+	leaf := func(at jsonv.Path, pv any, pok bool, dv any, dok bool) {
 		// A value the CR omits may have been defaulted by the API server.
 		if !dok && currCR != nil {
-			dv, dok = getPath(currCR, at)
+			dv, dok = jsonv.GetPath(currCR, at)
 		}
 		if !pok && prevCR != nil {
-			pv, pok = getPath(prevCR, at)
+			pv, pok = jsonv.GetPath(prevCR, at)
 		}
 		if pok && dok && sameValue(pv, dv) {
 			return
@@ -184,9 +184,9 @@ func (c *Consistency) properties(t *model.Transition) []property {
 		seen[s] = true
 		out = append(out, property{path: at, sig: c.sigPath(at, patterns), prev: pv, des: dv, hasPrev: pok, hasDes: dok})
 	}
-	descend = func(at fieldPath, pv any, pok bool, dv any, dok bool) {
+	descend = func(at jsonv.Path, pv any, pok bool, dv any, dok bool) {
 		if len(at) > 0 {
-			switch at[0].name {
+			switch at[0].Key {
 			case "apiVersion", "kind", "metadata", "status":
 				return
 			}
@@ -208,7 +208,7 @@ func (c *Consistency) properties(t *model.Transition) []property {
 			for _, k := range sortedKeys(keys) {
 				a, aok := pm[k]
 				b, bok := dm[k]
-				descend(at.child(k), a, aok, b, bok)
+				descend(at.Child(k), a, aok, b, bok)
 			}
 			return
 		}
@@ -216,24 +216,24 @@ func (c *Consistency) properties(t *model.Transition) []property {
 		dl, dIsList := dv.([]any)
 		if pIsList && dIsList && len(pl) == len(dl) && allMaps(pl) && allMaps(dl) {
 			for i := range pl {
-				descend(at.item(i), pl[i], true, dl[i], true)
+				descend(at.Item(i), pl[i], true, dl[i], true)
 			}
 			return
 		}
 		leaf(at, pv, pok, dv, dok)
 	}
 	for _, pat := range patterns {
-		paths := map[string]fieldPath{}
-		for _, p := range expandPath(desired, pat) {
+		paths := map[string]jsonv.Path{}
+		for _, p := range jsonv.Expand(desired, pat) {
 			paths[p.String()] = p
 		}
-		for _, p := range expandPath(prevD, pat) {
+		for _, p := range jsonv.Expand(prevD, pat) {
 			paths[p.String()] = p
 		}
 		for _, k := range sortedKeys(paths) {
 			p := paths[k]
-			pv, pok := getPath(prevD, p)
-			dv, dok := getPath(desired, p)
+			pv, pok := jsonv.GetPath(prevD, p)
+			dv, dok := jsonv.GetPath(desired, p)
 			if len(p) == 0 {
 				descend(nil, pv, pok, dv, dok)
 				continue
@@ -259,9 +259,9 @@ func sameValue(a, b any) bool {
 	return jsonv.EqualWith(a, b, func(a, b any) bool { return !isStructure(a) && !isStructure(b) && equivalent(a, b) })
 }
 
-func (c *Consistency) skipped(p fieldPath) bool {
+func (c *Consistency) skipped(p jsonv.Path) bool {
 	for _, s := range c.skip {
-		if matchPath(s, p, true) {
+		if jsonv.Match(s, p, true) {
 			return true
 		}
 	}
@@ -269,21 +269,21 @@ func (c *Consistency) skipped(p fieldPath) bool {
 }
 
 // sigPath generalizes a property path for signatures.
-func (c *Consistency) sigPath(p fieldPath, patterns []fieldPath) string {
-	g := p.generalized()
+func (c *Consistency) sigPath(p jsonv.Path, patterns []jsonv.Path) string {
+	g := p.Generalized()
 	for _, pat := range patterns {
-		if hasDeep(pat) || !matchPath(pat, p, true) {
+		if hasDeep(pat) || !jsonv.Match(pat, p, true) {
 			continue
 		}
 		for i, s := range pat {
-			if i < len(g) && g[i].kind == segField && (s.kind == segAnyKey || s.glob) {
-				g[i] = segment{kind: segAnyKey}
+			if i < len(g) && g[i].Kind == jsonv.SegKey && (s.Kind == jsonv.SegAnyKey || s.Glob) {
+				g[i] = jsonv.Segment{Kind: jsonv.SegAnyKey}
 			}
 		}
 	}
 	for _, mp := range c.mapProps {
-		if !hasDeep(mp) && len(p) > len(mp) && matchPath(mp, p[:len(mp)], false) && g[len(mp)].kind == segField {
-			g[len(mp)] = segment{kind: segAnyKey}
+		if !hasDeep(mp) && len(p) > len(mp) && jsonv.Match(mp, p[:len(mp)], false) && g[len(mp)].Kind == jsonv.SegKey {
+			g[len(mp)] = jsonv.Segment{Kind: jsonv.SegAnyKey}
 		}
 	}
 	return g.String()
@@ -294,7 +294,7 @@ type node struct {
 	obj  string // key
 	kind string
 	name string
-	path fieldPath
+	path jsonv.Path
 	val  any
 }
 
@@ -328,7 +328,7 @@ func (c *Consistency) index(t *model.Transition) *stateIndex {
 				continue
 			}
 			into[key] = m
-			walkNodes(m, func(p fieldPath, v any) {
+			walkNodes(m, func(p jsonv.Path, v any) {
 				*nodes = append(*nodes, &node{obj: key, kind: k.Kind, name: k.Name, path: p, val: v})
 			})
 		}
@@ -390,10 +390,10 @@ func ownedBy(s *model.Snapshot) map[string]bool {
 }
 
 // walkNodes calls fn for every value below the root (not the root itself).
-func walkNodes(v any, fn func(p fieldPath, v any)) {
-	var walk func(v any, at fieldPath)
-	walk = func(v any, at fieldPath) {
-		forEachChild(v, func(c any, seg segment) {
+func walkNodes(v any, fn func(p jsonv.Path, v any)) {
+	var walk func(v any, at jsonv.Path)
+	walk = func(v any, at jsonv.Path) {
+		jsonv.ForEachChild(v, func(c any, seg jsonv.Segment) {
 			p := append(at[:len(at):len(at)], seg)
 			fn(p, c)
 			walk(c, p)
@@ -440,7 +440,7 @@ func (ix *stateIndex) prevMatches(n *node, d any, key string) bool {
 	if !ok {
 		return false
 	}
-	v, ok := getPath(p, n.path)
+	v, ok := jsonv.GetPath(p, n.path)
 	if !ok {
 		return false
 	}
@@ -453,7 +453,7 @@ func (ix *stateIndex) currMatches(n *node, d any, key string) bool {
 	if !ok {
 		return false
 	}
-	v, ok := getPath(o, n.path)
+	v, ok := jsonv.GetPath(o, n.path)
 	if !ok {
 		return false
 	}
@@ -463,12 +463,12 @@ func (ix *stateIndex) currMatches(n *node, d any, key string) bool {
 
 func (c *Consistency) judge(t *model.Transition, p property, ix *stateIndex, fs *findingSet) {
 	for _, m := range c.mappings {
-		if len(p.path) >= len(m.prop) && matchPath(m.prop, p.path[:len(m.prop)], false) {
+		if len(p.path) >= len(m.prop) && jsonv.Match(m.prop, p.path[:len(m.prop)], false) {
 			c.judgeMapped(t, p, m, fs)
 			return
 		}
 	}
-	key := p.path.lastField()
+	key := p.path.LastKey()
 	if p.set() {
 		if b, isBool := p.des.(bool); isBool {
 			if ix.anyChange || len(ix.reflecting(p, key, true)) > 0 {
@@ -534,7 +534,7 @@ func defaultedOnRemoval(t *model.Transition, p property, still []*node) bool {
 	if t.Baseline == nil || t.BaselineDesired == nil || len(still) == 0 {
 		return false
 	}
-	if v, ok := getPath(map[string]any(t.BaselineDesired), p.path); ok && !isEmpty(v) {
+	if v, ok := jsonv.GetPath(map[string]any(t.BaselineDesired), p.path); ok && !isEmpty(v) {
 		return false
 	}
 	for _, n := range still {
@@ -542,11 +542,11 @@ func defaultedOnRemoval(t *model.Transition, p property, still []*node) bool {
 		if !ok {
 			return false
 		}
-		v, ok := getPath(map[string]any(obj), n.path)
+		v, ok := jsonv.GetPath(map[string]any(obj), n.path)
 		if !ok {
 			return false
 		}
-		key := p.path.lastField()
+		key := p.path.LastKey()
 		if cv, found := textValue(n.val, key); found {
 			// A configuration line in a larger text: compare that line's value.
 			if bv, found := textValue(v, key); !found || bv != cv {
@@ -594,7 +594,7 @@ func (ix *stateIndex) listGrewWith(n *node, p property) bool {
 	if !ok {
 		return false
 	}
-	pv, ok := getPath(po, n.path)
+	pv, ok := jsonv.GetPath(po, n.path)
 	if !ok {
 		return false
 	}
@@ -687,7 +687,7 @@ func (ix *stateIndex) showed(p property, v any, key string) bool {
 }
 
 func (c *Consistency) report(t *model.Transition, p property, ix *stateIndex, fs *findingSet, how, summary string, still []*node) {
-	key := p.path.lastField()
+	key := p.path.LastKey()
 	crKey := t.Curr.CR
 	ev := []model.Evidence{{Object: crKey, Path: p.path.String(), Expected: p.des, Actual: nil,
 		Detail: fmt.Sprintf("desired %s; previously %s", renderOpt(p.des, p.hasDes), renderOpt(p.prev, p.hasPrev))}}
@@ -769,7 +769,7 @@ func renderOpt(v any, ok bool) string {
 // judgeMapped checks a property against a declared mapping.
 func (c *Consistency) judgeMapped(t *model.Transition, p property, m compiledMapping, fs *findingSet) {
 	rest := p.path[len(m.prop):]
-	key := p.path.lastField()
+	key := p.path.LastKey()
 	type found struct {
 		obj, path string
 		val       any
@@ -783,13 +783,13 @@ func (c *Consistency) judgeMapped(t *model.Transition, p property, m compiledMap
 				continue
 			}
 		}
-		for _, bp := range expandPath(obj, m.field) {
-			base, _ := getPath(obj, bp)
+		for _, bp := range jsonv.Expand(obj, m.field) {
+			base, _ := jsonv.GetPath(obj, bp)
 			if len(rest) == 0 {
 				vals = append(vals, found{okey, bp.String(), base})
 				continue
 			}
-			if v, ok := getPath(base, rest); ok {
+			if v, ok := jsonv.GetPath(base, rest); ok {
 				vals = append(vals, found{okey, append(bp[:len(bp):len(bp)], rest...).String(), v})
 				continue
 			}

@@ -1,11 +1,11 @@
 package oracles
 
 import (
-	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"github.com/gauntlet-dev/gauntlet/model"
 )
 
@@ -123,7 +123,7 @@ func TestConsistency(t *testing.T) {
 			desired: func(t *testing.T, d model.Object) { setIn(t, d, "spec.exporter.enabled", true) },
 			state: func(t *testing.T, s *model.Snapshot) {
 				sts := obj(t, s, "StatefulSet/cache")
-				cs, _ := getPath(sts, mustPath("spec.template.spec.containers"))
+				cs, _ := jsonv.GetPath(sts, jsonv.MustPath("spec.template.spec.containers"))
 				setIn(t, sts, "spec.template.spec.containers", append(cs.([]any), map[string]any{
 					"name": "exporter", "image": "oliver006/redis_exporter:v1.67.0",
 					"env":   []any{map[string]any{"name": "REDIS_ADDR", "value": "redis://127.0.0.1:6379"}},

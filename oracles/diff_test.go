@@ -3,11 +3,11 @@ package oracles
 import (
 	"context"
 	"encoding/json"
-	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"github.com/gauntlet-dev/gauntlet/model"
 )
 
@@ -27,18 +27,18 @@ func TestParsePathRoundTrip(t *testing.T) {
 		{"", ""},
 	}
 	for _, c := range cases {
-		p, err := parsePath(c.in)
+		p, err := jsonv.ParsePath(c.in)
 		if err != nil {
-			t.Errorf("parsePath(%q): %v", c.in, err)
+			t.Errorf("jsonv.ParsePath(%q): %v", c.in, err)
 			continue
 		}
 		if got := p.String(); got != c.out {
-			t.Errorf("parsePath(%q).String() = %q, want %q", c.in, got, c.out)
+			t.Errorf("jsonv.ParsePath(%q).String() = %q, want %q", c.in, got, c.out)
 		}
 	}
 	for _, bad := range []string{"spec..replicas", "spec.", "a[x]", `a["x"`, "a[-1]", "a[1"} {
-		if _, err := parsePath(bad); err == nil {
-			t.Errorf("parsePath(%q) succeeded, want an error", bad)
+		if _, err := jsonv.ParsePath(bad); err == nil {
+			t.Errorf("jsonv.ParsePath(%q) succeeded, want an error", bad)
 		}
 	}
 }
@@ -62,9 +62,9 @@ func TestMatchPath(t *testing.T) {
 		{"/spec/tolerations/0", "spec.tolerations[0]", false, true},
 	}
 	for _, c := range cases {
-		got := matchPath(mustPath(c.pat), mustPath(c.path), c.prefix)
+		got := jsonv.Match(jsonv.MustPath(c.pat), jsonv.MustPath(c.path), c.prefix)
 		if got != c.want {
-			t.Errorf("matchPath(%q, %q, prefix=%v) = %v, want %v", c.pat, c.path, c.prefix, got, c.want)
+			t.Errorf("jsonv.Match(%q, %q, prefix=%v) = %v, want %v", c.pat, c.path, c.prefix, got, c.want)
 		}
 	}
 }

@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
-	"github.com/gauntlet-dev/gauntlet/internal/readiness"
 	"regexp"
 	"sort"
 	"strings"
 
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
+	"github.com/gauntlet-dev/gauntlet/internal/readiness"
 	"github.com/gauntlet-dev/gauntlet/model"
 )
 

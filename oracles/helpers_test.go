@@ -5,13 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
-	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"github.com/gauntlet-dev/gauntlet/model"
 )
 
@@ -60,7 +60,7 @@ func set(t testing.TB, s *model.Snapshot, kindName, path string, v any) {
 
 func setIn(t testing.TB, o map[string]any, path string, v any) {
 	t.Helper()
-	p, err := parsePath(path)
+	p, err := jsonv.ParsePath(path)
 	if err != nil || len(p) == 0 {
 		t.Fatalf("bad path %q: %v", path, err)
 	}
@@ -70,24 +70,24 @@ func setIn(t testing.TB, o map[string]any, path string, v any) {
 		switch n := cur.(type) {
 		case map[string]any:
 			if last {
-				n[seg.name] = v
+				n[seg.Key] = v
 				return
 			}
-			next, ok := n[seg.name]
+			next, ok := n[seg.Key]
 			if !ok || next == nil {
 				next = map[string]any{}
-				n[seg.name] = next
+				n[seg.Key] = next
 			}
 			cur = next
 		case []any:
-			if seg.kind != segIndex || seg.index >= len(n) {
-				t.Fatalf("path %q: no element %d", path, seg.index)
+			if seg.Kind != jsonv.SegIndex || seg.Index >= len(n) {
+				t.Fatalf("path %q: no element %d", path, seg.Index)
 			}
 			if last {
-				n[seg.index] = v
+				n[seg.Index] = v
 				return
 			}
-			cur = n[seg.index]
+			cur = n[seg.Index]
 		default:
 			t.Fatalf("path %q: cannot descend into %T", path, cur)
 		}

@@ -3,12 +3,12 @@ package oracles
 import (
 	"errors"
 	"fmt"
-	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"path"
 	"regexp"
 	"strings"
 	"time"
 
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"github.com/gauntlet-dev/gauntlet/model"
 )
 
@@ -37,7 +37,7 @@ var kindRE = regexp.MustCompile(`^(\*|[A-Z][A-Za-z0-9]*)$`)
 type maskRule struct {
 	kind       string // "" or "*": any
 	name       string // "" or "*": any; else a glob
-	path       fieldPath
+	path       jsonv.Path
 	whole      bool // the whole object
 	timestamps bool
 	src        string
@@ -76,7 +76,7 @@ func parseMask(s string) (maskRule, error) {
 			return r, nil
 		}
 	}
-	p, err := parsePath(rest)
+	p, err := jsonv.ParsePath(rest)
 	if err != nil {
 		return r, fmt.Errorf("mask %q: %v: %w", s, err, ErrBadMask)
 	}
@@ -241,12 +241,12 @@ func wholeMasked(obj model.Object, rules []maskRule) bool {
 
 // maskIn removes what pat matches below node (in place where possible) and
 // returns the new node; remove is true when node itself is matched.
-func maskIn(node any, pat fieldPath) (any, bool) {
+func maskIn(node any, pat jsonv.Path) (any, bool) {
 	if len(pat) == 0 {
 		return nil, true
 	}
 	s := pat[0]
-	if s.kind == segDeep {
+	if s.Kind == jsonv.SegDeep {
 		v, rm := maskIn(node, pat[1:])
 		if rm {
 			return nil, true
@@ -254,13 +254,13 @@ func maskIn(node any, pat fieldPath) (any, bool) {
 		node = v
 		// The pattern without ** was tried at this level; now let ** consume one
 		// more segment by descending with the full pattern.
-		node = maskChildren(node, func(c any, seg segment) (any, bool) {
+		node = maskChildren(node, func(c any, seg jsonv.Segment) (any, bool) {
 			return maskIn(c, pat)
 		})
 		return node, false
 	}
-	return maskChildren(node, func(c any, seg segment) (any, bool) {
-		if seg.kind == segField && !segMatchesKey(s, seg.name) || seg.kind == segIndex && !segMatchesIndex(s, seg.index) {
+	return maskChildren(node, func(c any, seg jsonv.Segment) (any, bool) {
+		if seg.Kind == jsonv.SegKey && !s.MatchesKey(seg.Key) || seg.Kind == jsonv.SegIndex && !s.MatchesIndex(seg.Index) {
 			return c, false
 		}
 		return maskIn(c, pat[1:])
@@ -268,11 +268,11 @@ func maskIn(node any, pat fieldPath) (any, bool) {
 }
 
 // maskChildren applies fn to each child and removes the children it reports.
-func maskChildren(node any, fn func(c any, seg segment) (any, bool)) any {
+func maskChildren(node any, fn func(c any, seg jsonv.Segment) (any, bool)) any {
 	switch n := node.(type) {
 	case map[string]any:
 		for k, c := range n {
-			v, rm := fn(c, segment{kind: segField, name: k})
+			v, rm := fn(c, jsonv.Segment{Kind: jsonv.SegKey, Key: k})
 			if rm {
 				delete(n, k)
 			} else {
@@ -284,7 +284,7 @@ func maskChildren(node any, fn func(c any, seg segment) (any, bool)) any {
 		out := n[:0:0]
 		changed := false
 		for i, c := range n {
-			v, rm := fn(c, segment{kind: segIndex, index: i})
+			v, rm := fn(c, jsonv.Segment{Kind: jsonv.SegIndex, Index: i})
 			if rm {
 				changed = true
 				continue

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"github.com/gauntlet-dev/gauntlet/model"
 )
 
@@ -47,7 +48,7 @@ import (
 type SplitBrain struct {
 	label, value string
 	service      bool
-	configPath   fieldPath
+	configPath   jsonv.Path
 }
 
 // NewSplitBrain returns the split-brain oracle configured by cfg.
@@ -220,7 +221,7 @@ func (s *SplitBrain) fencing(t *model.Transition) int {
 }
 
 func (s *SplitBrain) fence(d model.Object) int {
-	cfg, _ := getPath(d, s.configPath)
+	cfg, _ := jsonv.GetPath(d, s.configPath)
 	m, _ := cfg.(map[string]any)
 	for _, k := range fenceKeys() {
 		if v, ok := scalarString(m[k]); ok {

@@ -3,9 +3,9 @@ package oracles
 import (
 	"context"
 	"fmt"
-	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"strings"
 
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"github.com/gauntlet-dev/gauntlet/model"
 )
 

@@ -1,11 +1,11 @@
 package oracles
 
 import (
-	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"regexp"
 	"sort"
 	"strings"
 
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"github.com/gauntlet-dev/gauntlet/model"
 )
 

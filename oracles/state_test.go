@@ -1,10 +1,10 @@
 package oracles
 
 import (
-	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"slices"
 	"testing"
 
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"github.com/gauntlet-dev/gauntlet/model"
 )
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"github.com/gauntlet-dev/gauntlet/model"
 )
 
@@ -51,15 +52,15 @@ import (
 //
 // Create it with NewSystemState.
 type SystemState struct {
-	configPath fieldPath
-	skip       []fieldPath
+	configPath jsonv.Path
+	skip       []jsonv.Path
 }
 
 // NewSystemState returns the system-state oracle configured by cfg.
 func NewSystemState(cfg Config) *SystemState {
-	p, err := parsePath(orDefault(cfg.SystemConfigPath, DefaultSystemConfigPath))
+	p, err := jsonv.ParsePath(orDefault(cfg.SystemConfigPath, DefaultSystemConfigPath))
 	if err != nil {
-		p = mustPath(DefaultSystemConfigPath)
+		p = jsonv.MustPath(DefaultSystemConfigPath)
 	}
 	return &SystemState{configPath: p, skip: compilePaths(cfg.Skip)}
 }
@@ -154,7 +155,7 @@ func (s *SystemState) config(t *model.Transition, j *systemJudge, members []mode
 	if desired == nil && t.Step != nil {
 		desired = t.Step.Desired
 	}
-	raw, ok := getPath(desired, s.configPath)
+	raw, ok := jsonv.GetPath(desired, s.configPath)
 	if !ok {
 		return
 	}
@@ -167,7 +168,7 @@ func (s *SystemState) config(t *model.Transition, j *systemJudge, members []mode
 		if !ok {
 			continue // a structure or null: not a configuration value
 		}
-		kp := s.configPath.child(key)
+		kp := s.configPath.Child(key)
 		if s.skipped(kp) {
 			continue
 		}
@@ -206,9 +207,9 @@ func (s *SystemState) config(t *model.Transition, j *systemJudge, members []mode
 	}
 }
 
-func (s *SystemState) skipped(p fieldPath) bool {
+func (s *SystemState) skipped(p jsonv.Path) bool {
 	for _, pat := range s.skip {
-		if matchPath(pat, p, true) {
+		if jsonv.Match(pat, p, true) {
 			return true
 		}
 	}

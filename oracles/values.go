@@ -2,7 +2,6 @@ package oracles
 
 import (
 	"encoding/json"
-	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"math"
 	"sort"
 	"strconv"
@@ -10,6 +9,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 )
 
 // Values inside objects are JSON-shaped: map[string]any, []any, string, bool,
@@ -307,8 +308,8 @@ func normName(s string) string {
 
 // affinity counts how many trailing field names of a property path and a state
 // field path agree (after normName); the last names may also end with one another.
-func affinity(prop, field fieldPath) int {
-	pf, ff := prop.fields(), field.fields()
+func affinity(prop, field jsonv.Path) int {
+	pf, ff := prop.Keys(), field.Keys()
 	n := 0
 	for i, j := len(pf)-1, len(ff)-1; i >= 0 && j >= 0; i, j = i-1, j-1 {
 		a, b := normName(pf[i]), normName(ff[j])

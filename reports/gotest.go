@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"github.com/gauntlet-dev/gauntlet/model"
 )
 
@@ -647,93 +648,48 @@ func goStrings(ss []string) string {
 type PathSelector struct{ Key, Value string }
 
 // ParsePath splits a field path into segments: a string is a map key, an int a
-// list index, a PathSelector a list element chosen by one of its fields. It
-// reads "spec.template.spec.containers[0].image",
-// `metadata.labels["app.kubernetes.io/name"]`, "metadata.labels[app.kubernetes.io/name]"
-// and "spec.containers[name=valkey].image"; a leading "." or "$." is ignored.
-// An RFC 6901 JSON pointer ("/spec/containers/0/image") is read too, its
-// numeric tokens as list indexes, as the oracles write paths.
+// list index, a PathSelector a list element chosen by one of its fields. The
+// grammar is internal/jsonv's (jsonv.ParsePath): it reads
+// "spec.template.spec.containers[0].image",
+// `metadata.labels["app.kubernetes.io/name"]`, `data['a.b']` and
+// "spec.containers[name=valkey].image"; an RFC 6901 JSON pointer
+// ("/spec/containers/0/image") is read too, its numeric tokens as list indexes,
+// as the oracles write paths. A leading "." or "$." is ignored; the pattern
+// segments of masks ([*], {*}, **, globs) come back as the keys they spell.
 func ParsePath(p string) ([]any, error) {
-	if strings.HasPrefix(p, "/") {
-		var out []any
-		for _, tok := range strings.Split(p[1:], "/") {
-			tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-			if n, err := strconv.Atoi(tok); err == nil && n >= 0 && strconv.Itoa(n) == tok {
-				out = append(out, n)
-			} else {
-				out = append(out, tok)
-			}
-		}
-		return out, nil
+	s := p
+	if strings.HasPrefix(s, "$.") || strings.HasPrefix(s, "$[") {
+		s = s[1:]
 	}
-	s := strings.TrimPrefix(strings.TrimPrefix(p, "$"), ".")
+	s = strings.TrimPrefix(s, ".")
 	if s == "" {
 		return nil, fmt.Errorf("path %q is empty", p)
 	}
-	var out []any
-	for len(s) > 0 {
-		switch s[0] {
-		case '.':
-			s = s[1:]
-			if s == "" || s[0] == '.' || s[0] == '[' {
-				return nil, fmt.Errorf("path %q has an empty segment", p)
-			}
-		case '[':
-			end := closingBracket(s)
-			if end < 0 {
-				return nil, fmt.Errorf("path %q has an unclosed [", p)
-			}
-			inner := s[1:end]
-			s = s[end+1:]
-			switch {
-			case inner == "":
-				return nil, fmt.Errorf("path %q has an empty []", p)
-			case inner[0] == '"':
-				k, err := strconv.Unquote(inner)
-				if err != nil {
-					return nil, fmt.Errorf("path %q: bad quoted key %s: %w", p, inner, err)
-				}
-				out = append(out, k)
-			case inner[0] == '\'' && len(inner) >= 2 && inner[len(inner)-1] == '\'':
-				out = append(out, inner[1:len(inner)-1])
-			default:
-				if n, err := strconv.Atoi(inner); err == nil && n >= 0 {
-					out = append(out, n)
-				} else if k, val, ok := strings.Cut(inner, "="); ok && k != "" {
-					out = append(out, PathSelector{Key: k, Value: val})
-				} else {
-					out = append(out, inner)
-				}
-			}
+	fp, err := jsonv.ParsePath(s)
+	if err != nil {
+		return nil, err
+	}
+	pointer := strings.HasPrefix(s, "/")
+	out := make([]any, 0, len(fp))
+	for _, seg := range fp {
+		switch seg.Kind {
+		case jsonv.SegIndex:
+			out = append(out, seg.Index)
+		case jsonv.SegSelect:
+			out = append(out, PathSelector{Key: seg.Key, Value: seg.Value})
+		case jsonv.SegAnyIndex, jsonv.SegAnyKey:
+			out = append(out, "*")
+		case jsonv.SegDeep:
+			out = append(out, "**")
 		default:
-			end := strings.IndexAny(s, ".[")
-			if end < 0 {
-				end = len(s)
+			if n, err := strconv.Atoi(seg.Key); pointer && err == nil && n >= 0 && strconv.Itoa(n) == seg.Key {
+				out = append(out, n)
+			} else {
+				out = append(out, seg.Key)
 			}
-			out = append(out, s[:end])
-			s = s[end:]
 		}
 	}
 	return out, nil
-}
-
-// closingBracket finds the ] that closes the [ at s[0], skipping quoted text.
-func closingBracket(s string) int {
-	var quote byte
-	for i := 1; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case quote != 0 && c == '\\' && quote == '"':
-			i++
-		case quote != 0 && c == quote:
-			quote = 0
-		case quote == 0 && (c == '"' || c == '\''):
-			quote = c
-		case quote == 0 && c == ']':
-			return i
-		}
-	}
-	return -1
 }
 
 // goString is s as a Go string literal, safe for any input.

@@ -37,7 +37,7 @@ func TestParsePath(t *testing.T) {
 		{in: `metadata.labels["app.kubernetes.io/name"]`, want: []any{"metadata", "labels", "app.kubernetes.io/name"}},
 		{in: `metadata.annotations['a]b']`, want: []any{"metadata", "annotations", "a]b"}},
 		{in: `data["with \"quote\" and ]"]`, want: []any{"data", `with "quote" and ]`}},
-		{in: "metadata.labels[app.kubernetes.io/name]", want: []any{"metadata", "labels", "app.kubernetes.io/name"}},
+		{in: "metadata.labels[app.kubernetes.io/name]", err: true}, // a key in brackets is quoted
 		{in: "spec.containers[name=valkey].image", want: []any{"spec", "containers", PathSelector{"name", "valkey"}, "image"}},
 		{in: "items[1][2]", want: []any{"items", 1, 2}},
 		{in: "/spec/containers/0/image", want: []any{"spec", "containers", 0, "image"}},
@@ -598,7 +598,7 @@ func TestWriteGoTestErrors(t *testing.T) {
 		{"bad path", func(r *Reproducer) {
 			r.Oracle = "consistency"
 			r.Evidence = []model.Evidence{{Path: "spec..replicas", Expected: 3}}
-		}, "empty segment", nil},
+		}, "empty field name", nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"github.com/gauntlet-dev/gauntlet/internal/readiness"
 	"github.com/gauntlet-dev/gauntlet/oracles"
 	"github.com/gauntlet-dev/gauntlet/reports"
@@ -174,30 +175,24 @@ func Lookup(v any, path []any) (any, bool) {
 	return v, true
 }
 
-// FormatPath writes a parsed path back: keys joined with ".", list indexes
-// and selectors in brackets, keys that are not plain names quoted.
+// FormatPath writes a parsed path back in jsonv's dotted form (the one
+// reports.ParsePath reads): keys joined with ".", list indexes and selectors in
+// brackets, keys that are not plain names quoted.
 func FormatPath(path []any) string {
-	var b strings.Builder
-	for i, seg := range path {
+	p := make(jsonv.Path, 0, len(path))
+	for _, seg := range path {
 		switch s := seg.(type) {
 		case int:
-			fmt.Fprintf(&b, "[%d]", s)
+			p = append(p, jsonv.Segment{Kind: jsonv.SegIndex, Index: s})
 		case reports.PathSelector:
-			fmt.Fprintf(&b, "[%s=%s]", s.Key, s.Value)
+			p = append(p, jsonv.Segment{Kind: jsonv.SegSelect, Key: s.Key, Value: s.Value})
 		case string:
-			if s == "" || strings.ContainsAny(s, ".[]\"' ") {
-				fmt.Fprintf(&b, "[%q]", s)
-				continue
-			}
-			if i > 0 {
-				b.WriteString(".")
-			}
-			b.WriteString(s)
+			p = append(p, jsonv.Segment{Kind: jsonv.SegKey, Key: s})
 		default:
-			fmt.Fprintf(&b, "[%v]", s)
+			p = append(p, jsonv.Segment{Kind: jsonv.SegKey, Key: fmt.Sprint(s)})
 		}
 	}
-	return b.String()
+	return p.String()
 }
 
 // podProblems is what keeps a pod from being healthy: not Running and Ready

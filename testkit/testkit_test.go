@@ -38,7 +38,7 @@ func TestLookup(t *testing.T) {
 	}{
 		{"spec.replicas", json.Number("3"), true},
 		{`data["valkey.conf"]`, "maxmemory 1mb", true},
-		{"data[a.b]", "dotted", true},
+		{`data['a.b']`, "dotted", true},
 		{"spec.template.spec.containers[1].image", "valkey/valkey:8.1", true},
 		{"spec.template.spec.containers[name=valkey].env[0].value", "1", true},
 		{"/spec/template/spec/containers/0/name", "exporter", true},

@@ -6,7 +6,7 @@ import "strconv"
 // `metadata.labels["app.kubernetes.io/name"]`) are how the campaign names the
 // properties a step changed and how the oracles read them back. A map key that
 // is not a plain name (letters, digits, '_', '-', '$', '@', ':') is written
-// quoted in brackets; the oracles' parser (oracles/path.go) reads that form.
+// quoted in brackets; ParsePath (path.go) reads that form back.
 
 // KeyNeedsQuote reports whether a map key must be written as ["key"] in a
 // dotted path: anything but a plain name, the empty key, and "**" (a pattern).

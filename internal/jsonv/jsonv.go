@@ -8,9 +8,10 @@ import (
 	"fmt"
 	"math"
 	"reflect"
-	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/go-openapi/jsonpointer"
 )
 
 // Copy deep-copies a JSON-like value. Numbers of other Go types are normalised to int64/float64.
@@ -167,7 +168,8 @@ func equalLeaf(a, b any) bool {
 // Token is one step of a concrete path: a string (object key) or an int (list index).
 type Token = any
 
-// Pointer renders tokens as an RFC 6901 JSON pointer.
+// Pointer renders tokens as an RFC 6901 JSON pointer (escaped by
+// github.com/go-openapi/jsonpointer).
 func Pointer(tokens []Token) string {
 	if len(tokens) == 0 {
 		return ""
@@ -179,7 +181,7 @@ func Pointer(tokens []Token) string {
 		case int:
 			b.WriteString(strconv.Itoa(x))
 		case string:
-			b.WriteString(strings.ReplaceAll(strings.ReplaceAll(x, "~", "~0"), "/", "~1"))
+			b.WriteString(jsonpointer.Escape(x))
 		default:
 			fmt.Fprint(&b, x)
 		}
@@ -187,19 +189,17 @@ func Pointer(tokens []Token) string {
 	return b.String()
 }
 
-// SplitPointer splits an RFC 6901 pointer into unescaped reference tokens (all strings).
+// SplitPointer splits an RFC 6901 pointer into unescaped reference tokens (all
+// strings), by github.com/go-openapi/jsonpointer.
 func SplitPointer(ptr string) ([]string, error) {
 	if ptr == "" {
 		return nil, nil
 	}
-	if !strings.HasPrefix(ptr, "/") {
-		return nil, fmt.Errorf("JSON pointer %q must start with '/'", ptr)
+	p, err := jsonpointer.New(ptr)
+	if err != nil {
+		return nil, fmt.Errorf("JSON pointer %q must start with '/': %w", ptr, err)
 	}
-	parts := strings.Split(ptr[1:], "/")
-	for i, p := range parts {
-		parts[i] = strings.ReplaceAll(strings.ReplaceAll(p, "~1", "/"), "~0", "~")
-	}
-	return parts, nil
+	return p.DecodedTokens(), nil
 }
 
 // Get returns the value at ptr in doc.
@@ -344,72 +344,4 @@ func stringsToTokens(s []string) []Token {
 		out[i] = x
 	}
 	return out
-}
-
-// Op names a diff operation.
-type Op string
-
-// Diff operations.
-const (
-	OpSet    Op = "set"
-	OpRemove Op = "remove"
-)
-
-// Edit is one difference between two documents.
-type Edit struct {
-	Op     Op
-	Tokens []Token
-	Value  any
-	Old    any
-	HadOld bool
-}
-
-// Diff lists the edits that turn a into b: objects are compared key by key (sorted), lists of equal
-// length element by element, anything else is replaced whole.
-func Diff(a, b map[string]any) []Edit {
-	var out []Edit
-	diff(nil, a, b, &out)
-	return out
-}
-
-func diff(path []Token, a, b any, out *[]Edit) {
-	am, aok := a.(map[string]any)
-	bm, bok := b.(map[string]any)
-	if aok && bok {
-		keys := make([]string, 0, len(am)+len(bm))
-		for k := range am {
-			keys = append(keys, k)
-		}
-		for k := range bm {
-			if _, ok := am[k]; !ok {
-				keys = append(keys, k)
-			}
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			av, ina := am[k]
-			bv, inb := bm[k]
-			p := append(append([]Token{}, path...), k)
-			switch {
-			case ina && !inb:
-				*out = append(*out, Edit{Op: OpRemove, Tokens: p, Old: av, HadOld: true})
-			case !ina && inb:
-				*out = append(*out, Edit{Op: OpSet, Tokens: p, Value: bv})
-			default:
-				diff(p, av, bv, out)
-			}
-		}
-		return
-	}
-	al, aok := a.([]any)
-	bl, bok := b.([]any)
-	if aok && bok && len(al) == len(bl) {
-		for i := range al {
-			diff(append(append([]Token{}, path...), i), al[i], bl[i], out)
-		}
-		return
-	}
-	if !Equal(a, b) {
-		*out = append(*out, Edit{Op: OpSet, Tokens: path, Value: b, Old: a, HadOld: true})
-	}
 }
