@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"sort"
 	"strings"
 
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gauntlet-dev/gauntlet/inputgen/crd"
 	"github.com/gauntlet-dev/gauntlet/inputgen/internal/semantic"
@@ -30,8 +32,31 @@ func (v *LocalValidator) UnknownFields(obj map[string]any) ([]string, error) {
 		return nil, err
 	}
 	paths := structuralpruning.PruneWithOptions(cp, v.schema.Structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
+	// metadata is not pruned by the schema: the API server decodes it as an ObjectMeta, which
+	// drops the fields it does not know.
+	if md, ok := obj["metadata"].(map[string]any); ok {
+		known := objectMetaFields()
+		for k := range md {
+			if !known[k] {
+				paths = append(paths, "metadata."+k)
+			}
+		}
+	}
 	sort.Strings(paths)
 	return paths, nil
+}
+
+// objectMetaFields are the JSON names of ObjectMeta's fields.
+func objectMetaFields() map[string]bool {
+	out := map[string]bool{}
+	t := reflect.TypeOf(metav1.ObjectMeta{})
+	for i := 0; i < t.NumField(); i++ {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			out[name] = true
+		}
+	}
+	return out
 }
 
 // checkSeedFields applies the unknown-field rule to the seed: an error naming the fields, or

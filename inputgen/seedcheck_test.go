@@ -79,7 +79,7 @@ func TestRunGenSeedUnknownField(t *testing.T) {
 	clearLLMEnv(t)
 	seed := writeTemp(t, "s.yaml", `apiVersion: test.gauntlet.dev/v1
 kind: Cache
-metadata: {name: c}
+metadata: {name: c, labelz: {app: x}}
 spec:
   replicas: 2
   replica: 3
@@ -90,7 +90,7 @@ spec:
 	if !errors.Is(err, ErrSeedUnknownField) {
 		t.Fatalf("err = %v, want %v", err, ErrSeedUnknownField)
 	}
-	for _, m := range []string{"spec.replica", "spec.storage.class", "--lenient"} {
+	for _, m := range []string{"metadata.labelz", "spec.replica", "spec.storage.class", "--lenient"} {
 		if !strings.Contains(err.Error(), m) {
 			t.Errorf("error does not mention %q: %v", m, err)
 		}
