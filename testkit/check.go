@@ -135,64 +135,45 @@ func shorten(s string, n int) string {
 
 // Lookup follows a path as reports.ParsePath splits it: a string is a map
 // key, an int a list index, a reports.PathSelector the list element whose
-// field Key prints as Value.
+// field Key prints as Value (jsonv.GetPath).
 func Lookup(v any, path []any) (any, bool) {
-	for _, seg := range path {
-		switch s := seg.(type) {
-		case string:
-			m, ok := v.(map[string]any)
-			if !ok {
-				return nil, false
-			}
-			if v, ok = m[s]; !ok {
-				return nil, false
-			}
-		case int:
-			l, ok := v.([]any)
-			if !ok || s < 0 || s >= len(l) {
-				return nil, false
-			}
-			v = l[s]
-		case reports.PathSelector:
-			l, ok := v.([]any)
-			if !ok {
-				return nil, false
-			}
-			found := false
-			for _, e := range l {
-				if m, ok := e.(map[string]any); ok && m[s.Key] != nil && fmt.Sprint(m[s.Key]) == s.Value {
-					v, found = e, true
-					break
-				}
-			}
-			if !found {
-				return nil, false
-			}
-		default:
-			return nil, false
-		}
+	p, ok := toPath(path)
+	if !ok {
+		return nil, false
 	}
-	return v, true
+	return jsonv.GetPath(v, p)
 }
 
 // FormatPath writes a parsed path back in jsonv's dotted form (the one
 // reports.ParsePath reads): keys joined with ".", list indexes and selectors in
 // brackets, keys that are not plain names quoted.
 func FormatPath(path []any) string {
-	p := make(jsonv.Path, 0, len(path))
+	p, _ := toPath(path)
+	return p.String()
+}
+
+// toPath converts reports.ParsePath's segments to a jsonv.Path; ok is false
+// when a segment is of another type (it becomes a key of its printed value).
+func toPath(path []any) (p jsonv.Path, ok bool) {
+	ok = true
+	p = make(jsonv.Path, 0, len(path))
 	for _, seg := range path {
 		switch s := seg.(type) {
 		case int:
+			if s < 0 {
+				ok = false
+			}
 			p = append(p, jsonv.Segment{Kind: jsonv.SegIndex, Index: s})
 		case reports.PathSelector:
 			p = append(p, jsonv.Segment{Kind: jsonv.SegSelect, Key: s.Key, Value: s.Value})
 		case string:
 			p = append(p, jsonv.Segment{Kind: jsonv.SegKey, Key: s})
 		default:
+			ok = false
 			p = append(p, jsonv.Segment{Kind: jsonv.SegKey, Key: fmt.Sprint(s)})
 		}
 	}
-	return p.String()
+	return p, ok
 }
 
 // podProblems is what keeps a pod from being healthy: not Running and Ready
