@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/model"
@@ -38,7 +39,7 @@ func TestWaitConverged(t *testing.T) {
 		{"generation lags", nil, map[string]model.Object{pod: readyPod, cr: crAt(3, 2)}, ErrConvergenceTimeout, true, 1500 * time.Millisecond},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+		t.Run(tt.name, inBubble(func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			start := time.Now()
@@ -84,9 +85,9 @@ func TestWaitConverged(t *testing.T) {
 			if lastTouch.IsZero() && !at.Equal(start) {
 				t.Errorf("nothing changed: converged at +%s, want the start", at.Sub(start))
 			}
-		})
+		}))
 	}
-	t.Run("cancelled", func(t *testing.T) {
+	t.Run("cancelled", inBubble(func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		go func() { time.Sleep(50 * time.Millisecond); cancel() }()
 		start := time.Now()
@@ -94,7 +95,15 @@ func TestWaitConverged(t *testing.T) {
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("err = %v, want context.Canceled", err)
 		}
-	})
+	}))
+}
+
+// inBubble runs a test in a synctest bubble: its clock advances only when
+// every goroutine of the test waits, so schedules of changes against quiet and
+// stuck windows hold exactly however loaded the machine is (a 100 ms change
+// stream against a 150 ms quiet window failed under load with the real clock).
+func inBubble(f func(t *testing.T)) func(t *testing.T) {
+	return func(t *testing.T) { synctest.Test(t, f) }
 }
 
 func everyUntil(step, end time.Duration) []time.Duration {
@@ -161,7 +170,7 @@ func TestWaitConvergedStuck(t *testing.T) {
 		}, nil, nil},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+		t.Run(tt.name, inBubble(func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			start := time.Now()
@@ -189,7 +198,7 @@ func TestWaitConvergedStuck(t *testing.T) {
 			if tt.wantErr != nil && len(notReady) == 0 {
 				t.Errorf("a stuck step lists no readiness problem")
 			}
-		})
+		}))
 	}
 }
 
