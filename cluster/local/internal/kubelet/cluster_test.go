@@ -637,7 +637,14 @@ func TestLivenessRestartAndPreviousLogs(t *testing.T) {
 		p := c.getPod(t, ns, "live")
 		return p.Status.Phase == corev1.PodRunning, podSummary(p)
 	})
-	first := c.logs(t, ns, "live", &corev1.PodLogOptions{})
+	// Running comes before the program's first line reaches the log: read the
+	// first instance's log once it has its line (under load, reading at once
+	// gave "" and the comparison below failed on a correct previous log).
+	var first string
+	waitFor(t, 20*time.Second, "the first instance's log line", func() (bool, string) {
+		first = c.logs(t, ns, "live", &corev1.PodLogOptions{})
+		return strings.HasPrefix(first, "run at ") && strings.HasSuffix(first, "\n"), first
+	})
 	if _, _, err := c.exec(context.Background(), ns, "live", "main", "touch", "/tmp/unhealthy"); err != nil {
 		t.Fatal(err)
 	}
