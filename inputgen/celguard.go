@@ -46,6 +46,9 @@ type guardCond struct {
 	// orElse is the value a conditional in the rule assumes when the field is absent, if any
 	// (`has(self.a) ? self.a : 'Disabled'`).
 	orElse any
+	// witness is true when value is one of several that satisfy the comparison (in, <, >=):
+	// enough to make it hold, not the only way.
+	witness bool
 }
 
 // celParser parses rules with the standard macros (has() becomes a presence test).
@@ -127,6 +130,166 @@ func ruleGuards(p *parser.Parser, rule string) []guard {
 		}
 		if chosen != nil {
 			out = append(out, guard{guarded: a.path, when: chosen, rule: rule})
+		}
+	}
+	return out
+}
+
+// An implication is what a rule requires once a field has a value, e.g.
+//
+//	!has(self.enabled) || !self.enabled || (has(self.secretName) && size(self.secretName) > 0)
+//
+// reads as "enabled == true requires secretName": a setup that switches enabled on sets
+// secretName too, or the setup state is refused.
+type implication struct {
+	trigger guardCond
+	then    []guardCond
+	rule    string
+}
+
+// ruleImplications reads the implications of one rule: a disjunct that is the negation of one
+// equality (or boolean field) is the trigger, and the first other disjunct that does not read the
+// trigger's field and is a conjunction of conditions is what it requires.
+func ruleImplications(p *parser.Parser, rule string) []implication {
+	tree, errs := p.Parse(common.NewTextSource(rule))
+	if errs != nil && len(errs.GetErrors()) > 0 {
+		return nil
+	}
+	disj := disjuncts(tree.Expr(), nil)
+	var out []implication
+	for i, d := range disj {
+		if inner, ok := negated(d); ok {
+			if _, ok := presencePath(inner); ok {
+				continue // a presence guard (ruleGuards)
+			}
+		}
+		tc, ok := conditions(d, true)
+		if !ok || len(tc) != 1 || tc[0].op != PredEquals || tc[0].witness {
+			continue
+		}
+		trig := tc[0]
+		var chosen, fallback []guardCond
+		for j, o := range disj {
+			if j == i {
+				continue
+			}
+			if inner, ok := negated(o); ok {
+				if path, ok := presencePath(inner); ok && hasPrefix(trig.path, path) {
+					continue // !has(self.trigger): false once the trigger holds
+				}
+			}
+			if references(o, trig.path) {
+				continue
+			}
+			conds, ok := conditions(o, false)
+			if !ok || len(conds) == 0 {
+				continue
+			}
+			if onlyAbsence(conds) {
+				if fallback == nil {
+					fallback = conds
+				}
+				continue
+			}
+			chosen = conds
+			break
+		}
+		if chosen == nil {
+			chosen = fallback
+		}
+		if chosen != nil {
+			out = append(out, implication{trigger: trig, then: chosen, rule: rule})
+		}
+	}
+	return out
+}
+
+// impliedChange is a change a setup needs once it makes a trigger hold.
+type impliedChange struct {
+	// trigger is the pointer the triggering change sets, and value what it sets it to.
+	trigger string
+	value   any
+	// changes are the setup changes of what the rule then requires.
+	changes []Change
+}
+
+// inferImplications turns every rule's implications into changes a setup adds when it sets
+// their trigger.
+func (g *Generator) inferImplications() []impliedChange {
+	cp, err := celParser()
+	if err != nil {
+		return nil
+	}
+	var out []impliedChange
+	for _, p := range append([]*crd.Property{g.schema.Root}, g.schema.Properties()...) {
+		if _, ok := pointerOf(p.Path); !ok {
+			continue
+		}
+		for _, r := range p.Rules {
+			if r.Transition {
+				continue
+			}
+			for _, im := range ruleImplications(cp, r.Rule) {
+				trig, ptr := fieldAt(p, im.trigger.path)
+				if trig == nil {
+					continue
+				}
+				ic := impliedChange{trigger: ptr, value: im.trigger.value}
+				ok := true
+				for _, c := range im.then {
+					prop, cptr := fieldAt(p, c.path)
+					if prop == nil || prop.InsideList() {
+						ok = false
+						break
+					}
+					pred := Predicate{Path: cptr, Op: c.op, Value: c.value}
+					if c.op == PredExists || c.op == PredAbsent {
+						pred.Value = nil
+					}
+					ch, err := g.guardSetup(prop, pred)
+					if err != nil {
+						ok = false
+						break
+					}
+					ic.changes = append(ic.changes, ch)
+				}
+				if ok && len(ic.changes) > 0 {
+					out = append(out, ic)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// fieldAt returns the declared field at rel below obj and its pointer (nil when undeclared).
+func fieldAt(obj *crd.Property, rel []string) (*crd.Property, string) {
+	prop := obj
+	for _, name := range rel {
+		if prop = prop.Field(name); prop == nil {
+			return nil, ""
+		}
+	}
+	ptr, _ := pointerOf(prop.Path)
+	return prop, ptr
+}
+
+// withImplied adds, after every change of setup that sets a rule's trigger, the changes the rule
+// then requires (once each).
+func (g *Generator) withImplied(setup []Change) []Change {
+	if len(g.implied) == 0 {
+		return setup
+	}
+	var out []Change
+	for _, ch := range setup {
+		out = append(out, ch)
+		if ch.Op != OpSet {
+			continue
+		}
+		for _, ic := range g.implied {
+			if ic.trigger == ch.Path && jsonv.Equal(ic.value, ch.Value) {
+				out = append(out, ic.changes...)
+			}
 		}
 	}
 	return out
@@ -319,6 +482,9 @@ func conditions(e ast.Expr, neg bool) ([]guardCond, bool) {
 		}
 		return out, true
 	case operators.Equals, operators.NotEquals:
+		if c, ok := nonEmpty(fn, args, neg); ok {
+			return []guardCond{c}, true
+		}
 		field, lit, ok := fieldAndLiteral(args[0], args[1])
 		if !ok {
 			return nil, false
@@ -342,9 +508,12 @@ func conditions(e ast.Expr, neg bool) ([]guardCond, bool) {
 		if len(elems) == 0 || elems[0].Kind() != ast.LiteralKind {
 			return nil, false
 		}
-		field.op, field.value = PredEquals, literal(elems[0])
+		field.op, field.value, field.witness = PredEquals, literal(elems[0]), len(elems) > 1
 		return []guardCond{field}, true
 	case operators.Less, operators.LessEquals, operators.Greater, operators.GreaterEquals:
+		if c, ok := nonEmpty(fn, args, neg); ok {
+			return []guardCond{c}, true
+		}
 		field, lit, ok := fieldAndLiteral(args[0], args[1])
 		if !ok {
 			return nil, false
@@ -369,10 +538,50 @@ func conditions(e ast.Expr, neg bool) ([]guardCond, bool) {
 		case operators.Greater:
 			n++
 		}
-		field.op, field.value = PredEquals, n
+		field.op, field.value, field.witness = PredEquals, n, true
 		return []guardCond{field}, true
 	}
 	return nil, false
+}
+
+// nonEmpty reads size(self.a) > 0, size(self.a) >= 1, size(self.a) != 0 (and self.a.size()) as
+// "a is set" (a setup fills it with a non-empty value).
+func nonEmpty(fn string, args []ast.Expr, neg bool) (guardCond, bool) {
+	if neg || len(args) != 2 || !isLiteral(args[1]) {
+		return guardCond{}, false
+	}
+	n, ok := literal(args[1]).(int64)
+	if !ok {
+		return guardCond{}, false
+	}
+	path, ok := sizeOf(args[0])
+	if !ok {
+		return guardCond{}, false
+	}
+	switch {
+	case fn == operators.Greater && n == 0, fn == operators.GreaterEquals && n == 1, fn == operators.NotEquals && n == 0:
+		return guardCond{path: path, op: PredExists}, true
+	}
+	return guardCond{}, false
+}
+
+// sizeOf reads size(self.a) or self.a.size() as [a].
+func sizeOf(e ast.Expr) ([]string, bool) {
+	if _, ok := e.(notExpr); ok || e.Kind() != ast.CallKind || e.AsCall().FunctionName() != "size" {
+		return nil, false
+	}
+	c := e.AsCall()
+	var arg ast.Expr
+	switch {
+	case c.IsMemberFunction() && len(c.Args()) == 0:
+		arg = c.Target()
+	case !c.IsMemberFunction() && len(c.Args()) == 1:
+		arg = c.Args()[0]
+	default:
+		return nil, false
+	}
+	p, ok := selfPath(arg)
+	return p, ok && len(p) > 0
 }
 
 // fieldAndLiteral reads a comparison's operands in either order.

@@ -70,6 +70,10 @@ func (g *Generator) dependencies() ([]Dependency, error) {
 	guards, st := g.inferRuleGuards()
 	g.guardStats = st
 	out = append(out, guards...)
+	g.implied = g.inferImplications()
+	for i := range out {
+		out[i].Setup = g.withImplied(out[i].Setup)
+	}
 	return out, nil
 }
 

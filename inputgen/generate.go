@@ -84,6 +84,8 @@ type Generator struct {
 	seedWarnings []string
 	// guardStats counts the validation rules' guards found (inferRuleGuards).
 	guardStats ruleGuardStats
+	// implied are the changes rules require once a setup sets their trigger (inferImplications).
+	implied []impliedChange
 }
 
 // NewGenerator validates the seed against the schema, infers semantics and mines the examples.
