@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"github.com/gauntlet-dev/gauntlet/internal/readiness"
 	"github.com/gauntlet-dev/gauntlet/model"
 )
@@ -315,18 +316,8 @@ func condition(o model.Object, typ string) (status, reason string) {
 	return "", ""
 }
 
-// get walks nested maps.
-func get(o map[string]any, path ...string) any {
-	var cur any = o
-	for _, p := range path {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil
-		}
-		cur = m[p]
-	}
-	return cur
-}
+// get walks nested maps (jsonv.At).
+func get(o map[string]any, path ...string) any { return jsonv.At(o, path...) }
 
 func num(v any) (int64, bool) {
 	switch n := v.(type) {

@@ -2,8 +2,9 @@ package jsonv
 
 import (
 	"fmt"
+	"maps"
 	"path"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -468,11 +469,17 @@ func ForEachChild(v any, fn func(c any, seg Segment)) {
 }
 
 // SortedKeys returns a map's keys in order.
-func SortedKeys(m map[string]any) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
+func SortedKeys(m map[string]any) []string { return slices.Sorted(maps.Keys(m)) }
+
+// At walks nested maps by keys and returns the value there (nil when a key is
+// missing or a value on the way is not a map).
+func At(v any, keys ...string) any {
+	for _, k := range keys {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
 	}
-	sort.Strings(out)
-	return out
+	return v
 }

@@ -25,6 +25,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 )
 
 // Problem is one reason an object is not ready.
@@ -212,18 +214,7 @@ func count(obj map[string]any, field string, want int64, what string, short bool
 		Message: fmt.Sprintf("%d of %d %s", got, want, what), Short: short && got < want}}
 }
 
-// get walks nested maps.
-func get(o map[string]any, path ...string) any {
-	var cur any = o
-	for _, p := range path {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil
-		}
-		cur = m[p]
-	}
-	return cur
-}
+func get(o map[string]any, path ...string) any { return jsonv.At(o, path...) }
 
 // intOr returns the integer at path, or def when it is absent or not a number.
 func intOr(o map[string]any, def int64, path ...string) int64 {
