@@ -541,17 +541,18 @@ func TestPodLifecycle(t *testing.T) {
 
 	// Graceful deletion: SIGTERM, the pod object goes away soon after.
 	start = time.Now()
-	if err := c.admin.CoreV1().Pods(ns).Delete(ctx, "shell", metav1.DeleteOptions{}); err != nil {
+	// A grace period far longer than any wait below: the pod can only be gone
+	// in time if the kubelet stopped the container with SIGTERM and did not
+	// wait for the grace period to end (no wall-clock bound on the deletion).
+	grace := int64(600)
+	if err := c.admin.CoreV1().Pods(ns).Delete(ctx, "shell", metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 15*time.Second, "pod object deleted", func() (bool, string) {
+	waitFor(t, 60*time.Second, "pod object deleted", func() (bool, string) {
 		_, err := c.admin.CoreV1().Pods(ns).Get(ctx, "shell", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
-	t.Logf("pod deleted after %v", time.Since(start))
-	if time.Since(start) > 4*time.Second {
-		t.Errorf("deletion took %v although the container exits on SIGTERM at once", time.Since(start))
-	}
+	t.Logf("pod deleted after %v (grace period %ds)", time.Since(start), grace)
 	waitFor(t, 5*time.Second, "sandbox removed", func() (bool, string) {
 		_, ok := c.node.PodSandbox(ns, "shell")
 		return !ok, "sandbox still there"
