@@ -52,7 +52,7 @@ type Problem struct {
 
 // Check returns what keeps obj, an object of the given API group ("" for the
 // core group) and kind, from being ready. It returns nil when obj is ready or
-// its kind is not one the package knows (see Known).
+// its kind is not one the package knows.
 func Check(group, kind string, obj map[string]any) []Problem {
 	var out []Problem
 	if s, _ := get(obj, "metadata", "deletionTimestamp").(string); s != "" {
@@ -101,20 +101,6 @@ func Check(group, kind string, obj map[string]any) []Problem {
 		}
 	}
 	return out
-}
-
-// Known reports whether Check judges objects of the group and kind.
-func Known(group, kind string) bool {
-	switch {
-	case group == "" && kind == "Pod", group == "batch" && kind == "Job":
-		return true
-	case group == "apps":
-		switch kind {
-		case "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet":
-			return true
-		}
-	}
-	return false
 }
 
 // Ready reports whether obj is ready (Check finds nothing).
