@@ -263,8 +263,10 @@ func TestValkeyWorkloadPausedPrimary(t *testing.T) {
 	ops := collect(t, run, "3 failed writes while paused", func(ops []model.Op) bool {
 		return count(ops, func(o model.Op) bool { return o.Kind == model.OpWrite && !o.OK && o.Start.After(paused) }) >= 3
 	})
-	// The bound: a write gets RequestTimeout + WaitTimeout (700ms); allow scheduling slack.
-	bound := 1500 * time.Millisecond
+	// Each op ends by its own timeout (RequestTimeout + WaitTimeout) while the
+	// primary stays frozen: a hung op would never be collected as failed. How
+	// long it took is not asserted (load stretches it); that it failed with a
+	// timeout, not some other error, is.
 	for _, o := range ops {
 		if !o.Start.After(paused) {
 			continue
@@ -274,9 +276,8 @@ func TestValkeyWorkloadPausedPrimary(t *testing.T) {
 		}
 		if o.Err == "" {
 			t.Errorf("failed op %+v has no Err", o)
-		}
-		if d := o.End.Sub(o.Start); d > bound {
-			t.Errorf("op %s took %v against a frozen primary, want at most %v", o.Key, d, bound)
+		} else if e := strings.ToLower(o.Err); !strings.Contains(e, "timeout") && !strings.Contains(e, "deadline") {
+			t.Errorf("op %s against a frozen primary failed with %q, want a timeout", o.Key, o.Err)
 		}
 	}
 

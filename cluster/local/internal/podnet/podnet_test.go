@@ -718,11 +718,8 @@ func TestAddSandboxLatency(t *testing.T) {
 		}
 		worst = max(worst, time.Since(start))
 	}
+	// Speed is a benchmark's figure (`make bench`), not an assertion here.
 	t.Logf("worst AddSandbox of 10: %v", worst)
-	// Generous for a shared 2-core machine; the goal is tens of milliseconds.
-	if worst > 500*time.Millisecond {
-		t.Errorf("AddSandbox took %v, want well under 500ms", worst)
-	}
 }
 
 func BenchmarkAddSandbox(b *testing.B) {
