@@ -27,6 +27,7 @@ import (
 	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	"github.com/cert-manager/cert-manager/pkg/controller/cainjector"
 	logf "github.com/cert-manager/cert-manager/pkg/logs"
+	"github.com/cert-manager/cert-manager/pkg/util"
 )
 
 func main() {
@@ -55,6 +56,8 @@ func main() {
 	if err != nil {
 		fail("kubernetes config: %v", err)
 	}
+	// The injectors' field manager is derived from the user agent, as cert-manager's own command sets it.
+	cfg = util.RestConfigWithUserAgent(cfg, "cainjector")
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: *metrics},

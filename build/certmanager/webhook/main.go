@@ -32,8 +32,8 @@ func main() {
 		secretName  = flag.String("dynamic-serving-ca-secret-name", "cert-manager-webhook-ca", "name of the serving CA Secret")
 		dnsNames    = flag.String("dynamic-serving-dns-names", "cert-manager-webhook,cert-manager-webhook.cert-manager,cert-manager-webhook.cert-manager.svc", "DNS names of the serving certificate")
 		metrics     = flag.String("metrics-listen-address", "0.0.0.0:9402", "metrics address")
-		kubeconfig  = flag.String("kubeconfig", "", "kubeconfig (empty: in-cluster)")
 	)
+	// controller-runtime, linked in, registers --kubeconfig (empty: in-cluster config).
 	klog.InitFlags(nil)
 	flag.Parse()
 
@@ -45,7 +45,6 @@ func main() {
 	opts := config.WebhookConfiguration{
 		SecurePort:  int32(*securePort),
 		HealthzPort: int32(*healthzPort),
-		KubeConfig:  *kubeconfig,
 		TLSConfig: shared.TLSConfig{Dynamic: shared.DynamicServingConfig{
 			SecretNamespace: *secretNS,
 			SecretName:      *secretName,

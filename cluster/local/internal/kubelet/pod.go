@@ -951,8 +951,10 @@ func (w *podWorker) prepare(c *ctrRun) (prepared, error) {
 		ms = append(ms, container.Mount{Source: a.Path, Target: a.Target, ReadOnly: true})
 	}
 	argv := append([]string(nil), res.Argv...)
-	if hiddenInContainer(argv[0]) {
-		// Containers get a private /tmp: a host program there is bound in.
+	if hiddenInContainer(argv[0]) || !reachableByAll(argv[0]) {
+		// Containers get a private /tmp: a host program there is bound in. So is one
+		// in a folder that only its owner may enter (a build cache under /root), which
+		// a container running as another user could not execute where it lies.
 		target := path.Join(hiddenProgramDir, path.Base(argv[0]))
 		ms = append(ms, container.Mount{Source: argv[0], Target: target, ReadOnly: true})
 		argv[0] = target
@@ -1031,6 +1033,20 @@ func hiddenInContainer(p string) bool {
 		}
 	}
 	return false
+}
+
+// reachableByAll reports whether every folder above p lets any user through
+// (the execute bit for others), so that a container of any uid reaches p.
+func reachableByAll(p string) bool {
+	for d := filepath.Dir(p); ; d = filepath.Dir(d) {
+		st, err := os.Stat(d)
+		if err != nil || st.Mode().Perm()&0o001 == 0 {
+			return false
+		}
+		if d == filepath.Dir(d) {
+			return true
+		}
+	}
 }
 
 // runSimulated keeps a simulated container Running and Ready until the pod
