@@ -209,8 +209,10 @@ type impliedChange struct {
 	// trigger is the pointer the triggering change sets, and value what it sets it to.
 	trigger string
 	value   any
-	// changes are the setup changes of what the rule then requires.
+	// changes are the setup changes of what the rule then requires, and preds the predicates
+	// they make hold (a change is needed only where its predicate does not hold yet).
 	changes []Change
+	preds   []Predicate
 }
 
 // inferImplications turns every rule's implications into changes a setup adds when it sets
@@ -252,6 +254,7 @@ func (g *Generator) inferImplications() []impliedChange {
 						break
 					}
 					ic.changes = append(ic.changes, ch)
+					ic.preds = append(ic.preds, pred)
 				}
 				if ok && len(ic.changes) > 0 {
 					out = append(out, ic)
@@ -290,6 +293,56 @@ func (g *Generator) withImplied(setup []Change) []Change {
 			if ic.trigger == ch.Path && jsonv.Equal(ic.value, ch.Value) {
 				out = append(out, ic.changes...)
 			}
+		}
+	}
+	return out
+}
+
+// repairImplied makes a refused draft satisfy the implications its steps trigger (a step that
+// switches a toggle on also sets the field the toggle's rule then requires), without touching the
+// property under test. It returns nil when no step needed a change.
+func (g *Generator) repairImplied(p *crd.Property, d *draft) []*draft {
+	if len(g.implied) == 0 {
+		return nil
+	}
+	nd := &draft{generator: d.generator, label: d.label, stepDescs: d.stepDescs, description: d.description}
+	var added []string
+	for _, st := range d.steps {
+		cp := jsonv.CopyMap(st)
+		for _, ic := range g.implied {
+			if v, ok := jsonv.Get(cp, ic.trigger); !ok || !jsonv.Equal(v, ic.value) {
+				continue
+			}
+			for i, ch := range ic.changes {
+				if ic.preds[i].Holds(cp) {
+					continue
+				}
+				prop := g.propertyAtPointer(ch.Path)
+				if prop == nil || prop.Path.HasPrefix(p.Path) || p.Path.HasPrefix(prop.Path) {
+					continue
+				}
+				if err := ApplyChanges(cp, []Change{ch}); err != nil {
+					continue
+				}
+				added = append(added, prop.Path.String())
+			}
+		}
+		nd.steps = append(nd.steps, cp)
+	}
+	if len(added) == 0 {
+		return nil
+	}
+	nd.description += " (also setting " + strings.Join(dedupe(added), ", ") + ", which a validation rule requires with it)"
+	return []*draft{nd}
+}
+
+func dedupe(in []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
 		}
 	}
 	return out

@@ -411,7 +411,7 @@ func (g *Generator) generateProperty(ctx context.Context, p *crd.Property) propR
 			tc, states, refs, err := g.finish(ctx, p, d, preds, setup, setupState, start, startStored)
 			if err != nil {
 				firstErr := err
-				for _, rd := range g.repairCEL(p, d, err) {
+				for _, rd := range append(g.repairCEL(p, d, err), g.repairImplied(p, d)...) {
 					if tc, states, refs, err = g.finish(ctx, p, rd, preds, setup, setupState, start, startStored); err == nil {
 						res.repaired++
 						break
