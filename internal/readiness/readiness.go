@@ -22,7 +22,6 @@
 package readiness
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -202,24 +201,11 @@ func count(obj map[string]any, field string, want int64, what string, short bool
 
 func get(o map[string]any, path ...string) any { return jsonv.At(o, path...) }
 
-// intOr returns the integer at path, or def when it is absent or not a number.
+// intOr returns the number at path as an integer, or def when it is absent or
+// not a number (of any Go numeric type, or a json.Number).
 func intOr(o map[string]any, def int64, path ...string) int64 {
-	switch n := get(o, path...).(type) {
-	case int64:
-		return n
-	case int:
-		return int64(n)
-	case int32:
-		return int64(n)
-	case float64:
-		return int64(n)
-	case json.Number:
-		if i, err := n.Int64(); err == nil {
-			return i
-		}
-		if f, err := n.Float64(); err == nil {
-			return int64(f)
-		}
+	if f, ok := jsonv.AsFloat(get(o, path...)); ok {
+		return int64(f)
 	}
 	return def
 }
