@@ -218,6 +218,9 @@ func TestRebase(t *testing.T) {
 // ruleServer stands in for a few of the API server's rules on the objects wrapCore builds: a
 // container needs an image; a toleration with operator Exists takes no value and an empty key needs
 // Exists; a selector requirement with In or NotIn needs values, with Exists or DoesNotExist none.
+// Generation keeps those itself (corefields.go); one rule it does not know stands for a cluster's
+// admission policy: containers keep their image's arguments and the cluster's pull policy (no
+// args, no imagePullPolicy).
 type ruleServer struct{ calls atomic.Int64 }
 
 func (s *ruleServer) Validate(_ context.Context, obj map[string]any) (string, error) {
@@ -236,6 +239,12 @@ func (s *ruleServer) Validate(_ context.Context, obj map[string]any) (string, er
 	for i, c := range list("/spec/containers") {
 		if img, _ := c["image"].(string); img == "" {
 			causes = append(causes, fmt.Sprintf("spec.containers[%d].image: Required value", i))
+		}
+		if _, set := c["args"]; set {
+			causes = append(causes, fmt.Sprintf("spec.containers[%d].args: Forbidden: denied by admission policy", i))
+		}
+		if _, set := c["imagePullPolicy"]; set {
+			causes = append(causes, fmt.Sprintf("spec.containers[%d].imagePullPolicy: Forbidden: denied by admission policy", i))
 		}
 	}
 	for i, tol := range list("/spec/tolerations") {
@@ -361,15 +370,16 @@ func TestCoreRelabel(t *testing.T) {
 		t.Errorf("coverage %.3f with the judgement, %.3f without", plan.Stats.Coverage, plain.Stats.Coverage)
 	}
 	// Known outcomes of this seed: a change the server refuses is labelled, not undone; what it
-	// refuses around a change is repaired.
+	// refuses around a change is repaired. Generation itself keeps a toleration's value and a
+	// requirement's values consistent with the operator it sets (corefields.go).
 	for _, want := range []struct {
 		id    string
 		label Label
 		desc  string
 	}{
-		{"spec.tolerations[*].operator#string/pool", Misoperation, "spec.tolerations[0] (a Pod's toleration) is refused by the API server: spec.tolerations[0].operator: Invalid value: \"Exists\": value must be empty when `operator` is 'Exists'"},
-		{"spec.sidecars[*].image#scalar/remove", Misoperation, misoperationMarker + "spec.sidecars[0] (a Pod's container) is refused by the API server: spec.sidecars[0].image: Required value"},
-		{"spec.selector.matchExpressions[*].operator#string/pool", Valid, "(as the API server requires: setting spec.selector.matchExpressions[0].values to "},
+		{"spec.tolerations[*].operator#string/pool", Valid, "(as Kubernetes requires: removing /spec/tolerations/0/value)"},
+		{"spec.sidecars[*].image#scalar/remove", Misoperation, misoperationMarker + "Kubernetes requires /spec/sidecars/0/image"},
+		{"spec.selector.matchExpressions[*].operator#string/pool", Valid, "(as Kubernetes requires: setting /spec/selector/matchExpressions/0/values to "},
 	} {
 		tc := plan.TestCase(want.id)
 		if tc == nil {

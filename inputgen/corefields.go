@@ -1,9 +1,11 @@
 package inputgen
 
 import (
+	"sort"
 	"strings"
 
 	"github.com/gauntlet-dev/gauntlet/inputgen/crd"
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 )
 
 // What Kubernetes requires of fields of its core types beyond their Go types: the values a field
@@ -30,6 +32,11 @@ func coreKnown(p *crd.Property) []string {
 	case owner == "initContainers" && name == "restartPolicy":
 		// The only restart policy of an init container: a sidecar.
 		return []string{"Always"}
+	case name == "restartPolicy" && (strings.HasPrefix(p.Semantic.Field, "template.spec.") || strings.Contains(p.Semantic.Field, ".template.spec.")):
+		// A workload's pod template restarts always.
+		return []string{"Always"}
+	case (owner == "dataSource" || owner == "dataSourceRef") && name == "kind":
+		return []string{"PersistentVolumeClaim"}
 	}
 	return nil
 }
@@ -53,6 +60,8 @@ func coreIntRange(p *crd.Property) (lo, hi int64, ok bool) {
 		return 30000, 32767, true
 	case name == "containerPort" || name == "hostPort" || name == "port" || name == "targetPort":
 		return 1, 65535, true
+	case owner == "serviceAccountToken" && name == "expirationSeconds":
+		return 600, 86400, true
 	}
 	return 0, 0, false
 }
@@ -66,6 +75,9 @@ func coreForbidden(p *crd.Property) string {
 	f := p.Semantic.Field
 	if strings.HasPrefix(f, "ephemeralContainers") || strings.Contains(f, ".ephemeralContainers") {
 		return "ephemeral containers cannot be set when a pod is created or in a pod template"
+	}
+	if src := exoticVolume(p); src != "" {
+		return "a " + src + " volume needs storage or a driver the test cluster does not have: the pod never starts"
 	}
 	return ""
 }
@@ -84,4 +96,409 @@ func initContainerOf(p *crd.Property) *crd.Property {
 		}
 	}
 	return nil
+}
+
+// exoticSources are the volume sources that need storage or a driver a test cluster does not have:
+// a pod with one never starts.
+var exoticSources = map[string]bool{
+	"awsElasticBlockStore": true, "azureDisk": true, "azureFile": true, "cephfs": true, "cinder": true,
+	"csi": true, "fc": true, "flexVolume": true, "flocker": true, "gcePersistentDisk": true, "gitRepo": true,
+	"glusterfs": true, "iscsi": true, "nfs": true, "photonPersistentDisk": true, "portworxVolume": true,
+	"quobyte": true, "rbd": true, "scaleIO": true, "storageos": true, "vsphereVolume": true, "image": true,
+}
+
+// exoticVolume returns the exotic volume source p lies in ("rbd"), or "".
+func exoticVolume(p *crd.Property) string {
+	if p.Semantic == nil || p.Semantic.Root == "" {
+		return ""
+	}
+	segs := strings.Split(strings.NewReplacer("[*]", "", "{*}", "").Replace(p.Semantic.Field), ".")
+	rootVolume := strings.HasSuffix(rootType(p), "/v1.Volume")
+	for i, s := range segs {
+		if !exoticSources[s] {
+			continue
+		}
+		if (i > 0 && segs[i-1] == "volumes") || (i == 0 && rootVolume) {
+			return s
+		}
+	}
+	return ""
+}
+
+// completeCore adds to m, a new instance of node, the fields Kubernetes requires of the core type
+// node maps to though the CRD does not (a container's image, a claim's access modes and storage,
+// the name a reference needs, a probe's handler).
+func (c *caseCtx) completeCore(node *crd.Property, m map[string]any) {
+	if node.Semantic == nil || node.Semantic.Root == "" {
+		return
+	}
+	set := func(name string, v func() any) {
+		if f := node.Field(name); f != nil {
+			if _, ok := m[name]; !ok {
+				m[name] = v()
+			}
+		}
+	}
+	last := node.Path.Last()
+	switch {
+	case node.Field("accessModes") != nil && node.Field("resources") != nil:
+		// A PersistentVolumeClaimSpec.
+		set("accessModes", func() any { return []any{"ReadWriteOnce"} })
+		res, _ := m["resources"].(map[string]any)
+		req, _ := res["requests"].(map[string]any)
+		if req["storage"] == nil && node.Field("resources").Field("requests") != nil {
+			nreq := map[string]any{"storage": "1Gi"}
+			for k, v := range req {
+				nreq[k] = v
+			}
+			nres := map[string]any{"requests": nreq}
+			for k, v := range res {
+				if k != "requests" {
+					nres[k] = v
+				}
+			}
+			m["resources"] = nres
+		}
+	case node.Field("image") != nil && domainOf(node.Field("image")) == domImage:
+		set("image", func() any { return c.fill(node.Field("image")) })
+	case last == "configMap" || last == "configMapRef" || last == "secretRef" || last == "configMapKeyRef" || last == "secretKeyRef":
+		set("name", func() any { return c.fill(node.Field("name")) })
+		set("key", func() any { return c.fill(node.Field("key")) })
+	case last == "secret":
+		set("secretName", func() any { return c.fill(node.Field("secretName")) })
+		set("name", func() any { return c.fill(node.Field("name")) })
+	case last == "persistentVolumeClaim":
+		set("claimName", func() any { return c.fill(node.Field("claimName")) })
+	case last == "exec":
+		set("command", func() any { return []any{"true"} })
+	case node.Field("spec") != nil && node.Field("spec").Field("accessModes") != nil && node.Field("spec").Field("resources") != nil:
+		// A PersistentVolumeClaim (template).
+		set("spec", func() any { return c.minimal(node.Field("spec")) })
+	case last == "envFrom" && node.Field("configMapRef") != nil:
+		if !hasAny(m, []string{"configMapRef", "secretRef"}) {
+			ref := node.Field("configMapRef")
+			v := c.minimal(ref).(map[string]any)
+			if ref.Field("optional") != nil {
+				// Whatever it names may not exist: the container starts anyway.
+				v["optional"] = true
+			}
+			m["configMapRef"] = v
+		}
+	}
+	if g := oneOfGroup(node); g != nil && g.fallback != "" && !hasAny(m, g.members) {
+		set(g.fallback, func() any { return jsonv.Copy(g.value) })
+	}
+}
+
+// oneOf is a group of fields of a core type of which at most one may be set (exactly one when
+// fallback is set: the field and value used when none is).
+type oneOf struct {
+	members  []string
+	fallback string
+	value    any
+}
+
+var (
+	handlers    = []string{"exec", "httpGet", "tcpSocket", "grpc", "sleep"}
+	trueCommand = map[string]any{"command": []any{"true"}}
+	oneOfs      = map[string]oneOf{
+		"env":            {members: []string{"value", "valueFrom"}},
+		"valueFrom":      {members: []string{"fieldRef", "resourceFieldRef", "configMapKeyRef", "secretKeyRef", "fileKeyRef"}, fallback: "fieldRef", value: map[string]any{"fieldPath": "metadata.name"}},
+		"envFrom":        {members: []string{"configMapRef", "secretRef"}},
+		"livenessProbe":  {members: handlers, fallback: "exec", value: trueCommand},
+		"readinessProbe": {members: handlers, fallback: "exec", value: trueCommand},
+		"startupProbe":   {members: handlers, fallback: "exec", value: trueCommand},
+		"postStart":      {members: handlers, fallback: "exec", value: trueCommand},
+		"preStop":        {members: handlers, fallback: "exec", value: trueCommand},
+		"volumes": {members: []string{"emptyDir", "configMap", "secret", "projected", "downwardAPI", "hostPath", "persistentVolumeClaim", "ephemeral",
+			"awsElasticBlockStore", "azureDisk", "azureFile", "cephfs", "cinder", "csi", "fc", "flexVolume", "flocker", "gcePersistentDisk", "gitRepo",
+			"glusterfs", "iscsi", "nfs", "photonPersistentDisk", "portworxVolume", "quobyte", "rbd", "scaleIO", "storageos", "vsphereVolume", "image"},
+			fallback: "emptyDir", value: map[string]any{}},
+		"sources": {members: []string{"secret", "configMap", "downwardAPI", "serviceAccountToken", "clusterTrustBundle", "podCertificate"}},
+	}
+)
+
+// oneOfGroup returns the one-of group of the core object node (an env var, an env source, a probe,
+// a volume), or nil.
+func oneOfGroup(node *crd.Property) *oneOf {
+	if node.Semantic == nil || node.Semantic.Root == "" || node.Type != crd.TypeObject {
+		return nil
+	}
+	name := node.Path.Last()
+	if node.Semantic.Field == "" {
+		// The matched root itself: by its type.
+		t := strings.SplitN(node.Semantic.Type, "#", 2)[0]
+		switch t[strings.LastIndex(t, ".")+1:] {
+		case "EnvVar":
+			name = "env"
+		case "Volume":
+			name = "volumes"
+		case "Probe":
+			name = "livenessProbe"
+		default:
+			return nil
+		}
+	}
+	if name == "items" && node.Parent != nil && node.Parent.Parent != nil && node.Parent.Parent.Path.Last() == "downwardAPI" {
+		return &oneOf{members: []string{"fieldRef", "resourceFieldRef"}, fallback: "fieldRef", value: map[string]any{"fieldPath": "metadata.name"}}
+	}
+	if name == "sources" && (node.Parent == nil || node.Parent.Path.Last() != "projected") {
+		return nil
+	}
+	g, ok := oneOfs[name]
+	if !ok {
+		return nil
+	}
+	return &g
+}
+
+func hasAny(m map[string]any, keys []string) bool {
+	for _, k := range keys {
+		if v, ok := m[k]; ok && v != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// keepOneOf removes, in every instance of a one-of group p lies in (or is a member of), the
+// other members when p's member is set, and sets the fallback member of a group left with none.
+func keepOneOf(p *crd.Property, states []map[string]any) []string {
+	var notes []string
+	for q := p; q != nil && q.Parent != nil; q = q.Parent {
+		obj := q.Parent
+		g := oneOfGroup(obj)
+		if g == nil || !containsString(g.members, q.Name()) {
+			continue
+		}
+		for _, st := range states {
+			for _, ptr := range instances(st, obj.Path) {
+				v, _ := jsonv.Get(st, ptr)
+				m, ok := v.(map[string]any)
+				if !ok {
+					continue
+				}
+				if x, set := m[q.Name()]; !set || x == nil {
+					continue
+				}
+				for _, other := range g.members {
+					if _, set := m[other]; set && other != q.Name() {
+						delete(m, other)
+						if n := "removing " + ptr + "/" + other; !containsString(notes, n) {
+							notes = append(notes, n)
+						}
+					}
+				}
+			}
+		}
+	}
+	return notes
+}
+
+// keepConsistent makes the objects p lies in agree with themselves the way the API server
+// requires: a selector requirement's values with its operator (none for Exists, one for Gt/Lt and
+// for a node field selector, some for In/NotIn), a toleration's value and seconds with its
+// operator and effect. What the test case sets wins; the rest follows.
+func keepConsistent(p *crd.Property, states []map[string]any) []string {
+	var notes []string
+	start := p
+	if p.Type == crd.TypeArray && p.Items != nil {
+		// An element appended or removed: the requirement is the element.
+		start = p.Items
+	}
+	for q := start; q != nil; q = q.Parent {
+		obj := q
+		if q.Type != crd.TypeObject || q.Field("operator") == nil {
+			continue
+		}
+		target := ""
+		if p != obj {
+			for r := p; r.Parent != nil; r = r.Parent {
+				if r.Parent == obj {
+					target = r.Name()
+				}
+			}
+		}
+		for _, st := range states {
+			for _, ptr := range instances(st, obj.Path) {
+				v, _ := jsonv.Get(st, ptr)
+				m, ok := v.(map[string]any)
+				if !ok {
+					continue
+				}
+				before := jsonv.CopyMap(m)
+				if obj.Field("values") != nil {
+					fixRequirement(m, target, obj.Path.Last() == "matchFields")
+				} else if obj.Field("tolerationSeconds") != nil || obj.Field("effect") != nil {
+					fixToleration(m, target)
+				}
+				notes = appendNotes(notes, ptr, before, m)
+			}
+		}
+		return notes
+	}
+	return notes
+}
+
+// appendNotes describes, once each, the fields of the object at ptr that changed from before.
+func appendNotes(notes []string, ptr string, before, after map[string]any) []string {
+	for _, k := range sortedKeys(mergeKeys(before, after)) {
+		b, hadB := before[k]
+		a, hadA := after[k]
+		var n string
+		switch {
+		case hadB && !hadA:
+			n = "removing " + ptr + "/" + k
+		case hadA && (!hadB || !jsonv.Equal(a, b)):
+			n = "setting " + ptr + "/" + k + " to " + describeValue(a)
+		default:
+			continue
+		}
+		if !containsString(notes, n) {
+			notes = append(notes, n)
+		}
+	}
+	return notes
+}
+
+func mergeKeys(a, b map[string]any) map[string]any {
+	out := map[string]any{}
+	for k := range a {
+		out[k] = nil
+	}
+	for k := range b {
+		out[k] = nil
+	}
+	return out
+}
+
+func fixRequirement(m map[string]any, target string, fieldSelector bool) {
+	op, _ := m["operator"].(string)
+	values, _ := m["values"].([]any)
+	if fieldSelector && op != "In" && op != "NotIn" {
+		op = "In"
+		m["operator"] = op
+	}
+	switch op {
+	case "Exists", "DoesNotExist":
+		if target == "values" && len(values) > 0 {
+			m["operator"] = "In"
+			return
+		}
+		delete(m, "values")
+	case "Gt", "Lt":
+		if target == "values" && len(values) > 0 {
+			m["operator"] = "In"
+			return
+		}
+		m["values"] = []any{"1"}
+	case "In", "NotIn":
+		switch {
+		case len(values) == 0:
+			m["values"] = []any{"gauntlet"}
+		case fieldSelector && len(values) > 1:
+			m["values"] = values[:1]
+		}
+	}
+}
+
+func fixToleration(m map[string]any, target string) {
+	op, _ := m["operator"].(string)
+	if v, _ := m["value"].(string); op == "Exists" && v != "" {
+		if target == "value" {
+			m["operator"] = "Equal"
+			op = "Equal"
+		} else {
+			delete(m, "value")
+		}
+	}
+	if key, _ := m["key"].(string); key == "" && op != "Exists" {
+		if target == "operator" || target == "value" {
+			m["key"] = "gauntlet.dev/dedicated"
+		} else {
+			m["operator"] = "Exists"
+			delete(m, "value")
+		}
+	}
+	if _, set := m["tolerationSeconds"]; set && m["effect"] != "NoExecute" {
+		if target == "tolerationSeconds" {
+			m["effect"] = "NoExecute"
+		} else {
+			delete(m, "tolerationSeconds")
+		}
+	}
+}
+
+// rootType returns the core type of the root p's semantic match lies in.
+func rootType(p *crd.Property) string {
+	for q := p; q != nil; q = q.Parent {
+		if q.Path.String() == p.Semantic.Root {
+			if q.Semantic != nil {
+				return strings.SplitN(q.Semantic.Type, "#", 2)[0]
+			}
+			break
+		}
+	}
+	return strings.SplitN(p.Semantic.Type, "#", 2)[0]
+}
+
+// coreMissing returns the fields completeCore would add to a copy of m (empty lists count as
+// missing): what Kubernetes requires of node's core type that m lacks.
+func (c *caseCtx) coreMissing(node *crd.Property, m map[string]any) []string {
+	cp := jsonv.CopyMap(m)
+	for k, v := range cp {
+		if l, ok := v.([]any); ok && len(l) == 0 {
+			delete(cp, k)
+		}
+	}
+	c.completeCore(node, cp)
+	var out []string
+	for k, v := range cp {
+		if old, ok := m[k]; !ok || !jsonv.Equal(old, v) {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// breaksCore says what a draft's last state lacks that Kubernetes requires of a core object p
+// lies in (a probe left without its handler, a claim template without access modes), where the
+// start state had it; "" when nothing.
+func (c *caseCtx) breaksCore(p *crd.Property, states []map[string]any) string {
+	if len(states) == 0 {
+		return ""
+	}
+	last := states[len(states)-1]
+	for q := p; q != nil; q = q.Parent {
+		if q.Type != crd.TypeObject || q.Semantic == nil || q.Semantic.Root == "" {
+			continue
+		}
+		for _, ptr := range instances(last, q.Path) {
+			v, _ := jsonv.Get(last, ptr)
+			m, ok := v.(map[string]any)
+			if !ok {
+				continue
+			}
+			missing := c.coreMissing(q, m)
+			if len(missing) == 0 {
+				continue
+			}
+			var before []string
+			if v, ok := jsonv.Get(c.start, ptr); ok {
+				if bm, ok := v.(map[string]any); ok {
+					before = c.coreMissing(q, bm)
+				}
+			}
+			for _, k := range missing {
+				if !containsString(before, k) {
+					return "Kubernetes requires " + ptr + "/" + k
+				}
+			}
+		}
+		if q.Path.String() == q.Semantic.Root {
+			break
+		}
+	}
+	return ""
 }

@@ -359,3 +359,134 @@ func TestNoMadeUpImages(t *testing.T) {
 		t.Error("no valid test case adds a container: the check proves nothing")
 	}
 }
+
+// TestCoreRequirements checks, on every state of every valid test case, what Kubernetes requires
+// of core-typed values beyond their schemas (issue 10's defect classes): label selector
+// requirements whose values agree with their operator, tolerations whose value and seconds agree
+// with their operator and effect, claim templates with access modes and storage (and no cpu or
+// memory), an env var with a value or a source (one), a probe with one handler, an exec with a
+// command, an env source naming a ConfigMap or a Secret, and no volume the test cluster cannot
+// mount.
+func TestCoreRequirements(t *testing.T) {
+	s, seed, _ := loadCase(t, "domain")
+	g := mustGenerator(t, s, seed, Options{Seed: 1})
+	plan, err := g.Plan(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	each := func(st map[string]any, path string, fn func(m map[string]any) string) {
+		p := s.Lookup(path)
+		if p == nil {
+			t.Fatalf("no property %s", path)
+		}
+		for _, ptr := range instances(st, p.Path) {
+			v, _ := jsonv.Get(st, ptr)
+			m, ok := v.(map[string]any)
+			if !ok {
+				continue
+			}
+			seen[path]++
+			if why := fn(m); why != "" {
+				t.Errorf("%s: %s", ptr, why)
+			}
+		}
+	}
+	for _, tc := range plan.TestCases {
+		if tc.Label != Valid {
+			continue
+		}
+		for _, st := range plan.States(tc.ID) {
+			each(st, "spec.selector.matchExpressions[*]", func(m map[string]any) string {
+				vals, _ := m["values"].([]any)
+				switch m["operator"] {
+				case "Exists", "DoesNotExist":
+					if len(vals) > 0 {
+						return fmt.Sprintf("%s: %v with values", tc.ID, m["operator"])
+					}
+				case "In", "NotIn":
+					if len(vals) == 0 {
+						return fmt.Sprintf("%s: %v without values", tc.ID, m["operator"])
+					}
+				}
+				return ""
+			})
+			each(st, "spec.pod.tolerations[*]", func(m map[string]any) string {
+				if v, _ := m["value"].(string); v != "" && m["operator"] == "Exists" {
+					return tc.ID + ": Exists with a value"
+				}
+				if k, _ := m["key"].(string); k == "" && m["operator"] != nil && m["operator"] != "Exists" {
+					return tc.ID + ": no key but operator " + fmt.Sprint(m["operator"])
+				}
+				if _, ok := m["tolerationSeconds"]; ok && m["effect"] != "NoExecute" {
+					return tc.ID + ": tolerationSeconds with effect " + fmt.Sprint(m["effect"])
+				}
+				return ""
+			})
+			each(st, "spec.volumeClaimTemplates[*]", func(m map[string]any) string {
+				spec, _ := m["spec"].(map[string]any)
+				modes, _ := spec["accessModes"].([]any)
+				req, _ := jsonv.Get(spec, "/resources/requests")
+				reqs, _ := req.(map[string]any)
+				switch {
+				case len(modes) == 0:
+					return tc.ID + ": a claim template without access modes"
+				case reqs["storage"] == nil:
+					return tc.ID + ": a claim template without storage"
+				case reqs["cpu"] != nil || reqs["memory"] != nil:
+					return tc.ID + ": a claim template requesting cpu or memory"
+				}
+				return ""
+			})
+			each(st, "spec.pod.containers[*].env[*]", func(m map[string]any) string {
+				if _, v := m["value"]; v && m["valueFrom"] != nil {
+					return tc.ID + ": an env var with a value and a source"
+				}
+				if src, ok := m["valueFrom"].(map[string]any); ok && len(src) != 1 {
+					return fmt.Sprintf("%s: an env source with %d sources", tc.ID, len(src))
+				}
+				return ""
+			})
+			for _, probe := range []string{"livenessProbe", "readinessProbe"} {
+				each(st, "spec.pod.containers[*]."+probe, func(m map[string]any) string {
+					n := 0
+					for _, h := range []string{"exec", "tcpSocket"} {
+						if m[h] != nil {
+							n++
+						}
+					}
+					if n != 1 {
+						return fmt.Sprintf("%s: a probe with %d handlers", tc.ID, n)
+					}
+					if e, ok := m["exec"].(map[string]any); ok {
+						if c, _ := e["command"].([]any); len(c) == 0 {
+							return tc.ID + ": an exec without a command"
+						}
+					}
+					return ""
+				})
+			}
+			each(st, "spec.pod.containers[*].envFrom[*]", func(m map[string]any) string {
+				if (m["configMapRef"] == nil) == (m["secretRef"] == nil) {
+					return tc.ID + ": an env source naming neither or both of a ConfigMap and a Secret"
+				}
+				return ""
+			})
+			each(st, "spec.volumes[*]", func(m map[string]any) string {
+				if m["rbd"] != nil {
+					return tc.ID + ": an rbd volume the test cluster cannot mount"
+				}
+				return ""
+			})
+		}
+	}
+	for _, path := range []string{"spec.selector.matchExpressions[*]", "spec.pod.tolerations[*]", "spec.volumeClaimTemplates[*]",
+		"spec.pod.containers[*].env[*]", "spec.pod.containers[*].readinessProbe", "spec.pod.containers[*].envFrom[*]"} {
+		if seen[path] == 0 {
+			t.Errorf("no valid state has a %s: the check proves nothing", path)
+		}
+	}
+	if tc := plan.TestCase("spec.volumes[*].rbd.pool#string/generated"); tc == nil || tc.Label != Misoperation {
+		t.Errorf("spec.volumes[*].rbd.pool#string/generated: %v, want a misoperation", tc)
+	}
+}

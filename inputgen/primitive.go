@@ -65,40 +65,60 @@ func (g *Generator) generatorsFor(p *crd.Property) []namedGen {
 
 // coreRules wraps the generators of a property of a core type with what Kubernetes requires
 // wherever the operator renders it: a change the API server refuses in any case is a
-// misoperation, and an init container given probes or lifecycle hooks becomes a sidecar.
+// misoperation, setting one of exclusive fields (an env var's value or source, a probe's
+// handler, a volume's source) drops the others, and an init container given probes or lifecycle
+// hooks becomes a sidecar.
 func coreRules(p *crd.Property, gens []namedGen) []namedGen {
-	forbidden := coreForbidden(p)
-	init := initContainerOf(p)
-	if forbidden == "" && init == nil {
+	inCore := false
+	for q := p; q != nil && !inCore; q = q.Parent {
+		inCore = q.Semantic != nil && q.Semantic.Root != ""
+	}
+	if !inCore {
 		return gens
 	}
-	out := make([]namedGen, len(gens))
-	for i, ng := range gens {
+	forbidden := coreForbidden(p)
+	init := initContainerOf(p)
+	// A claim's storage request is no container's: no cpu and memory scenarios.
+	claim := p.Parent != nil && p.Parent.Field("accessModes") != nil && p.Path.Last() == "resources"
+	out := make([]namedGen, 0, len(gens))
+	for _, ng := range gens {
 		fn := ng.fn
-		out[i] = namedGen{ng.name, func(c *caseCtx) (*draft, error) {
+		if claim && strings.HasPrefix(ng.name, "resources/") {
+			continue
+		}
+		out = append(out, namedGen{ng.name, func(c *caseCtx) (*draft, error) {
 			d, err := fn(c)
 			if err != nil || d.label != Valid {
 				return d, err
 			}
 			if forbidden != "" {
-				if strings.HasPrefix(d.description, "remove ") {
-					return d, nil
-				}
+				// Removals too: their setup state holds what is forbidden.
 				return d.asMisoperation(forbidden), nil
 			}
-			if why := makeSidecars(init, d.steps); why != "" {
+			notes := append(keepOneOf(p, d.steps), keepConsistent(p, d.steps)...)
+			if init != nil {
+				sidecars, why := makeSidecars(init, d.steps)
+				if why != "" {
+					return d.asMisoperation(why), nil
+				}
+				notes = append(notes, sidecars...)
+			}
+			if len(notes) > 0 {
+				d.description += " (as Kubernetes requires: " + strings.Join(notes, ", ") + ")"
+			}
+			if why := c.breaksCore(p, d.steps); why != "" {
 				return d.asMisoperation(why), nil
 			}
 			return d, nil
-		}}
+		}})
 	}
 	return out
 }
 
 // makeSidecars sets restartPolicy: Always on every instance of the init container item that has
 // probes or lifecycle hooks in the states (the API server refuses them on a plain init
-// container); it says why when the CRD cannot express it.
-func makeSidecars(item *crd.Property, states []map[string]any) string {
+// container) and notes where; it says why when the CRD cannot express it.
+func makeSidecars(item *crd.Property, states []map[string]any) (notes []string, why string) {
 	for _, st := range states {
 		for _, ptr := range instances(st, item.Path) {
 			v, _ := jsonv.Get(st, ptr)
@@ -116,14 +136,17 @@ func makeSidecars(item *crd.Property, states []map[string]any) string {
 				continue
 			}
 			if item.Field("restartPolicy") == nil {
-				return "an init container with probes or lifecycle hooks must be a sidecar (restartPolicy: Always), which the CRD cannot express"
+				return nil, "an init container with probes or lifecycle hooks must be a sidecar (restartPolicy: Always), which the CRD cannot express"
 			}
 			if err := jsonv.Set(st, ptr+"/restartPolicy", "Always"); err != nil {
-				return err.Error()
+				return nil, err.Error()
+			}
+			if n := "setting " + ptr + "/restartPolicy to \"Always\""; !containsString(notes, n) {
+				notes = append(notes, n)
 			}
 		}
 	}
-	return ""
+	return notes, ""
 }
 
 // instances returns the JSON pointers of every value of state at the schema path (all items of

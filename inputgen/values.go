@@ -240,6 +240,7 @@ func (c *caseCtx) minimal(node *crd.Property) any {
 				m[name] = ""
 			}
 		}
+		c.completeCore(node, m)
 		if node.EmbeddedResource {
 			c.embed(node, m)
 		}
@@ -275,8 +276,13 @@ func (c *caseCtx) rich(node *crd.Property) any {
 		return v
 	}
 	var known, other []*crd.Property
+	group := oneOfGroup(node)
 	for _, f := range node.Fields {
 		if _, set := m[f.Name()]; set || f.Type == crd.TypeObject || f.Type == crd.TypeArray {
+			continue
+		}
+		if group != nil && containsString(group.members, f.Name()) {
+			// One of a value and a source, of a probe's handlers: the minimal instance has its one.
 			continue
 		}
 		if d := c.domain(f); d == domImage || isReferenceName(f, d) {
@@ -552,6 +558,13 @@ var quantityLadders = map[string][]string{
 // quantity returns a quantity string for p (key is the resource name for resource lists), valid
 // under p's pattern and different from avoid when possible.
 func (c *caseCtx) quantity(p *crd.Property, key string, avoid any) (any, error) {
+	if _, name, ok := coreField(p); ok && name == "divisor" {
+		// A downward API divisor: 1 is the one every resource accepts.
+		if avoid != nil && sameQuantity(avoid, "1") {
+			return nil, errNoValue
+		}
+		return "1", nil
+	}
 	ladder := quantityLadders[quantityKind(p, key)]
 	order := c.r.Perm(len(ladder))
 	for _, i := range order {
