@@ -664,13 +664,17 @@ func namespaceOf(pid int, kind string) (nsID, error) {
 }
 
 // killNamespace SIGKILLs every process in the mount namespace ns until none is
-// left (a few rounds catch processes forked meanwhile).
+// left: rounds catch processes forked meanwhile, and a killed process stays
+// in the namespace until it has exited, which on a loaded host can take far
+// longer than a few rounds (the last CI-like run found one left after 20
+// rounds, ≈ 0.2 s). It gives up after killNamespaceFor.
 func killNamespace(ns nsID) {
 	if ns.zero() || ns == ownMountNS() {
 		return // never the harness's own (host) namespace
 	}
 	self := os.Getpid()
-	for round := 0; round < 20; round++ {
+	deadline := time.Now().Add(killNamespaceFor)
+	for round := 0; round == 0 || time.Now().Before(deadline); round++ {
 		d, err := os.Open("/proc")
 		if err != nil {
 			return
@@ -691,6 +695,11 @@ func killNamespace(ns nsID) {
 		if found == 0 {
 			return
 		}
-		time.Sleep(time.Duration(round+1) * time.Millisecond)
+		time.Sleep(time.Duration(min(round+1, 20)) * time.Millisecond)
 	}
 }
+
+// killNamespaceFor bounds killNamespace: long enough for killed processes to
+// exit on a loaded host, short enough that a process stuck in the kernel
+// (D state) does not hold a container's teardown for ever.
+const killNamespaceFor = 10 * time.Second
