@@ -9,6 +9,8 @@ K8S_VERSION := $(shell awk '$$1=="k8s.io/kubernetes"{print $$2}' build/controlpl
 CONTROLPLANE_DIR := $(CACHE_DIR)/controlplane/$(K8S_VERSION)
 COREDNS_VERSION := $(shell awk '$$1=="github.com/coredns/coredns"{print $$2} $$1=="require" && $$2=="github.com/coredns/coredns"{print $$3}' build/coredns/go.mod)
 COREDNS_DIR := $(CACHE_DIR)/coredns/$(COREDNS_VERSION)
+CERTMANAGER_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/cert-manager/cert-manager"{print $$3}' build/certmanager/go.mod)
+CERTMANAGER_DIR := $(CACHE_DIR)/cert-manager/$(CERTMANAGER_VERSION)
 BIN := bin
 TEST_TIMEOUT ?= 60m
 GOTESTSUM_VERSION := v1.13.0
@@ -19,7 +21,7 @@ TEST_EVENTS ?= $(CACHE_DIR)/test-events.json
 export GAUNTLET_CACHE_DIR := $(CACHE_DIR)
 export GAUNTLET_OPERATOR_BINARY := $(CURDIR)/$(BIN)/valkey-operator
 
-.PHONY: all deps tools controlplane coredns build demo test test-unit bench bench-bugs bench-campaign bench-inputgen vet fmt clean
+.PHONY: all deps tools controlplane coredns certmanager build demo test test-unit bench bench-bugs bench-campaign bench-inputgen vet fmt clean
 
 all: build
 
@@ -43,6 +45,11 @@ coredns:
 	@if [[ -n "$$GAUNTLET_COREDNS_BIN" ]]; then echo "coredns: using the prebuilt binary $$GAUNTLET_COREDNS_BIN" >&2; \
 	else bash build/coredns/build.sh "$(COREDNS_DIR)"; fi
 
+## certmanager: build cert-manager's controller, webhook and cainjector from its pinned module, with its
+## CRDs (cached; the third-party target targets/examples/cert-manager)
+certmanager:
+	@bash build/certmanager/build.sh "$(CERTMANAGER_DIR)"
+
 ## build: the gauntlet CLI and the bundled Valkey operator
 build:
 	@echo "build: bin/gauntlet bin/valkey-operator" >&2
@@ -57,7 +64,7 @@ demo: deps controlplane coredns build
 ## test: every test, end-to-end ones included (needs root). In CI (CI=true) any skip not
 ## listed in .ci/allowed-skips fails the run (hack/skipcheck), and so does an
 ## end-to-end test whose environment is missing (internal/testenv).
-test: deps tools controlplane coredns build
+test: deps tools controlplane coredns certmanager build
 	@echo "test: go vet" >&2
 	@$(GO) vet ./...
 	@echo "test: go test ./... (end-to-end tests start real clusters; this takes a few minutes)" >&2

@@ -3,6 +3,7 @@ package oracles
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -406,6 +407,11 @@ func walkNodes(v any, fn func(p jsonv.Path, v any)) {
 // property whose last key is key; line is set when the match is a "key value"
 // line of a string.
 func matchValue(d any, key string, v any) (ok, line bool) {
+	if l, isList := d.([]any); isList {
+		if s, isStr := v.(string); isStr && joinedList(l, s) {
+			return true, false
+		}
+	}
 	if isStructure(d) {
 		return isStructure(v) && contains(d, v), false
 	}
@@ -424,6 +430,35 @@ func matchValue(d any, key string, v any) (ok, line bool) {
 		}
 	}
 	return false, false
+}
+
+// joinedList reports whether s is the comma-separated form of the list of
+// scalars l, in any order ("a.example,b.example" for [a.example, b.example]):
+// how operators often publish a list in an annotation or a flag (cert-manager's
+// cert-manager.io/alt-names on the Secret it issues).
+func joinedList(l []any, s string) bool {
+	if len(l) == 0 || s == "" {
+		return false
+	}
+	want := make([]string, len(l))
+	for i, e := range l {
+		switch e.(type) {
+		case string, bool, int64, float64, int:
+			want[i] = fmt.Sprint(e)
+		default:
+			return false
+		}
+	}
+	got := strings.Split(s, ",")
+	if len(got) != len(want) {
+		return false
+	}
+	for i := range got {
+		got[i] = strings.TrimSpace(got[i])
+	}
+	sort.Strings(want)
+	sort.Strings(got)
+	return slices.Equal(want, got)
 }
 
 // textValue looks key up in a string (configuration lines, command line) or a

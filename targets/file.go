@@ -1,6 +1,7 @@
 package targets
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,12 +13,13 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/cluster/local/imagemap"
 	"github.com/gauntlet-dev/gauntlet/inputgen"
+	"github.com/gauntlet-dev/gauntlet/oracles"
 )
 
 // fileSpec is the YAML target file format. Paths are relative to the file.
 //
 //	name: my-operator
-//	crds: [config/crd/bases/foo.yaml]
+//	crds: [config/crd/bases/foo.yaml]  # paths may use ${VAR} (GAUNTLET_CACHE_DIR: the cache folder)
 //	kind: Foo
 //	version: v1            # default: the storage version
 //	seed: samples/foo.yaml # the first object of the kind is the seed
@@ -34,7 +36,8 @@ import (
 //	properties: [spec.replicas]
 //	differentialMasks: [PersistentVolumeClaim/data-*] # state kept by design depending on history
 //	fixtures: [samples/secret.yaml] # created in every test namespace before the seed
-//	references: [{path: spec.backup.claim, kind: PersistentVolumeClaim}]
+//	references: [{path: spec.backup.claim, kind: PersistentVolumeClaim}, {path: spec.secretName, creates: true}]
+//	oracleConfig: {skip: [spec.tls.commonName]} # oracles.Config: tunes the standard oracles
 //	imageMapping:          # how images run on the embedded cluster (an image-mapping file's content)
 //	  rules:
 //	  - images: ["example/foo:*"]
@@ -58,6 +61,7 @@ type fileSpec struct {
 	DiffMasks    []string              `json:"differentialMasks,omitempty"`
 	References   []Reference           `json:"references,omitempty"`
 	ImageMapping *imagemap.File        `json:"imageMapping,omitempty"`
+	OracleConfig *oracles.Config       `json:"oracleConfig,omitempty"`
 }
 
 type fileDeployStep struct {
@@ -84,6 +88,47 @@ type fileOperator struct {
 	Labels    map[string]string `json:"labels,omitempty"`
 }
 
+// expandPaths replaces ${VAR} and $VAR in the file's paths (CRDs, seed,
+// examples, deploy manifests, fixtures, the operator command's program) by the
+// environment variable's value, GAUNTLET_CACHE_DIR defaulting to Gauntlet's
+// cache folder, so that a target can name what `make` built there (the
+// cert-manager example's CRDs). A path that names a variable and does not exist
+// is an error saying it is a build output to build first.
+func (spec *fileSpec) expandPaths(dir string) error {
+	one := func(field string, p *string) error {
+		if !strings.Contains(*p, "$") {
+			return nil
+		}
+		v, err := imagemap.ExpandEnv(*p)
+		if err != nil {
+			return fmt.Errorf("%s: %w", field, err)
+		}
+		if _, err := os.Stat(abs(dir, v)); err != nil {
+			return fmt.Errorf("%s %s (%s) does not exist: it names a build output, build it first (the cert-manager example: `make certmanager`): %w", field, *p, v, err)
+		}
+		*p = v
+		return nil
+	}
+	var err error
+	for i := range spec.CRDs {
+		err = errors.Join(err, one("crds", &spec.CRDs[i]))
+	}
+	err = errors.Join(err, one("seed", &spec.Seed))
+	for i := range spec.Examples {
+		err = errors.Join(err, one("examples", &spec.Examples[i]))
+	}
+	for i := range spec.Deploy {
+		err = errors.Join(err, one("deploy manifests", &spec.Deploy[i].Manifests))
+	}
+	for i := range spec.Fixtures {
+		err = errors.Join(err, one("fixtures", &spec.Fixtures[i]))
+	}
+	if len(spec.Operator.Command) > 0 {
+		err = errors.Join(err, one("operator command", &spec.Operator.Command[0]))
+	}
+	return err
+}
+
 // parseFile decodes a YAML target file strictly (an unknown field is an error
 // naming the field and the file) and resolves paths against its folder.
 func parseFile(path string, data []byte) (*Target, error) {
@@ -93,6 +138,9 @@ func parseFile(path string, data []byte) (*Target, error) {
 	}
 	dir, err := filepath.Abs(filepath.Dir(path))
 	if err != nil {
+		return nil, fmt.Errorf("target file %s: %w", path, err)
+	}
+	if err := spec.expandPaths(dir); err != nil {
 		return nil, fmt.Errorf("target file %s: %w", path, err)
 	}
 	t := &Target{
@@ -118,9 +166,15 @@ func parseFile(path string, data []byte) (*Target, error) {
 		t.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	}
 	for i, r := range spec.References {
-		if r.Path == "" || r.Kind == "" {
-			return nil, fmt.Errorf("target file %s: references[%d] needs a path and a kind (e.g. {path: spec.tls.secretName, kind: Secret})", path, i)
+		if r.Path == "" || (r.Kind == "" && !r.Creates) {
+			return nil, fmt.Errorf("target file %s: references[%d] needs a path and a kind (e.g. {path: spec.tls.secretName, kind: Secret}), or creates: true for a path naming an object the operator creates", path, i)
 		}
+	}
+	if spec.OracleConfig != nil {
+		if err := spec.OracleConfig.Validate(); err != nil {
+			return nil, fmt.Errorf("target file %s: oracleConfig: %w", path, err)
+		}
+		t.OracleConfig = *spec.OracleConfig
 	}
 	if spec.ImageMapping != nil {
 		rules, err := imagemap.Expand(spec.ImageMapping.Rules, dir)

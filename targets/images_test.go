@@ -78,3 +78,42 @@ func TestImages(t *testing.T) {
 		t.Errorf("images of a CronJob = %v", seen)
 	}
 }
+
+func TestTargetFilePathVariables(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("GAUNTLET_CACHE_DIR", cache)
+	crd := filepath.Join(testdataAbs(t, "file"), "crds", "widget.yaml")
+	body := "crds: [\"${GAUNTLET_CACHE_DIR}/crds/widget.yaml\"]\nkind: Widget\nseed: seed/seed.yaml\ndeploy: [{manifests: deploy/operator.yaml}]\n"
+	_, err := Load(writeTarget(t, body))
+	if err == nil || !strings.Contains(err.Error(), "build it first") || !strings.Contains(err.Error(), cache) {
+		t.Fatalf("a missing build output: error %v, want one saying to build it and naming the expanded path", err)
+	}
+	t.Setenv("GAUNTLET_CACHE_DIR", filepath.Dir(filepath.Dir(crd)))
+	tg, err := Load(writeTarget(t, body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(tg.CRDFiles, []string{crd}) {
+		t.Errorf("CRD files = %q, want %q", tg.CRDFiles, crd)
+	}
+}
+
+func TestTargetFileOracleConfig(t *testing.T) {
+	const good = "crds: [crds/widget.yaml]\nkind: Widget\nseed: seed/seed.yaml\ndeploy: [{manifests: deploy/operator.yaml}]\n"
+	tg, err := Load(writeTarget(t, good+"oracleConfig: {skip: [spec.tls.commonName], failurePhases: [Broken]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(tg.OracleConfig.Skip, []string{"spec.tls.commonName"}) || !reflect.DeepEqual(tg.OracleConfig.FailurePhases, []string{"Broken"}) {
+		t.Errorf("oracleConfig = %+v", tg.OracleConfig)
+	}
+	for body, want := range map[string]string{
+		good + "oracleConfig: {skipp: [x]}\n":         `unknown field "skipp"`,
+		good + "oracleConfig: {logPatterns: ['(']}\n": "log pattern",
+	} {
+		path := writeTarget(t, body)
+		if _, err := Load(path); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), path) {
+			t.Errorf("error %v does not name %q and the file", err, want)
+		}
+	}
+}

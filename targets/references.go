@@ -9,10 +9,15 @@ import (
 // Reference says that the string at Path (dotted, list indices written as [])
 // names an object of Kind (a core/v1 kind unless APIVersion says otherwise) in
 // the CR's namespace.
+//
+// With Creates, the path names an object the operator itself creates (a
+// cert-manager Certificate's spec.secretName): it is not a reference, and is
+// not inferred as one from its field name.
 type Reference struct {
 	Path       string `json:"path"`
-	Kind       string `json:"kind"`
+	Kind       string `json:"kind,omitempty"`
 	APIVersion string `json:"apiVersion,omitempty"`
+	Creates    bool   `json:"creates,omitempty"`
 }
 
 // Ref is one reference found in a desired state.
@@ -77,6 +82,9 @@ func (t *Target) ReferencesIn(d map[string]any) []Ref {
 			}
 			p, g := strings.TrimPrefix(path, "."), strings.TrimPrefix(generic, ".")
 			if r, ok := declared[g]; ok {
+				if r.Creates {
+					return
+				}
 				out = append(out, Ref{Path: p, APIVersion: orV1(r.APIVersion), Kind: r.Kind, Name: x})
 				return
 			}

@@ -72,3 +72,19 @@ func TestReferencesInClasses(t *testing.T) {
 		t.Fatalf("ReferencesIn = %+v\nwant %+v", got, want)
 	}
 }
+
+// TestReferencesCreates: a path declared with creates names an object the
+// operator makes (cert-manager's spec.secretName), so it is no reference even
+// though its field name would be inferred as one; other inferred ones stay.
+func TestReferencesCreates(t *testing.T) {
+	tg := &Target{References: []Reference{{Path: "spec.secretName", Creates: true}}}
+	d := map[string]any{"spec": map[string]any{"secretName": "example-tls",
+		"keystores": map[string]any{"pkcs12": map[string]any{"passwordSecretRef": map[string]any{"name": "pw", "key": "password"}}}}}
+	want := []Ref{{Path: "spec.keystores.pkcs12.passwordSecretRef.name", APIVersion: "v1", Kind: "Secret", Name: "pw", Key: "password", KeyPath: "spec.keystores.pkcs12.passwordSecretRef.key"}}
+	if got := tg.ReferencesIn(d); !reflect.DeepEqual(got, want) {
+		t.Errorf("ReferencesIn = %+v, want %+v", got, want)
+	}
+	if got := (&Target{}).ReferencesIn(d); len(got) != 2 {
+		t.Errorf("without the declaration spec.secretName should be inferred: %+v", got)
+	}
+}
