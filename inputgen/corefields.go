@@ -1,10 +1,13 @@
 package inputgen
 
 import (
+	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/gauntlet-dev/gauntlet/inputgen/crd"
+	"github.com/gauntlet-dev/gauntlet/inputgen/internal/semantic"
 	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 )
 
@@ -37,6 +40,11 @@ func coreKnown(p *crd.Property) []string {
 		return []string{"Always"}
 	case (owner == "dataSource" || owner == "dataSourceRef") && name == "kind":
 		return []string{"PersistentVolumeClaim"}
+	case name == "kind" && p.Parent != nil:
+		// An embedded object's kind is its type's (a claim template is a PersistentVolumeClaim).
+		if sh := coreShape(p.Parent); sh != nil && sh.GoType != "" && sh.Fields["kind"] != nil {
+			return []string{sh.GoType[strings.LastIndex(sh.GoType, ".")+1:]}
+		}
 	}
 	return nil
 }
@@ -75,6 +83,15 @@ func coreForbidden(p *crd.Property) string {
 	f := p.Semantic.Field
 	if strings.HasPrefix(f, "ephemeralContainers") || strings.Contains(f, ".ephemeralContainers") {
 		return "ephemeral containers cannot be set when a pod is created or in a pod template"
+	}
+	if i := strings.Index(f, "ephemeral.volumeClaimTemplate.metadata."); i >= 0 {
+		rest := f[i+len("ephemeral.volumeClaimTemplate.metadata."):]
+		if !strings.HasPrefix(rest, "labels") && !strings.HasPrefix(rest, "annotations") {
+			return "an ephemeral volume's claim template takes only labels and annotations"
+		}
+	}
+	if strings.HasSuffix(f, "windowsOptions.hostProcess") {
+		return "a Windows host process container needs a Windows node and the host's network"
 	}
 	if src := exoticVolume(p); src != "" {
 		return "a " + src + " volume needs storage or a driver the test cluster does not have: the pod never starts"
@@ -171,9 +188,23 @@ func (c *caseCtx) completeCore(node *crd.Property, m map[string]any) {
 		set("claimName", func() any { return c.fill(node.Field("claimName")) })
 	case last == "exec":
 		set("command", func() any { return []any{"true"} })
+	case last == "options" && node.Parent != nil && node.Parent.Path.Last() == "dnsConfig":
+		set("name", func() any { return "ndots" })
 	case node.Field("spec") != nil && node.Field("spec").Field("accessModes") != nil && node.Field("spec").Field("resources") != nil:
-		// A PersistentVolumeClaim (template).
+		// A PersistentVolumeClaim (template): a spec, and a name the workload names its claims by.
 		set("spec", func() any { return c.minimal(node.Field("spec")) })
+		ephemeral := strings.Contains(node.Semantic.Field, "ephemeral.volumeClaimTemplate") || node.Path.Last() == "volumeClaimTemplate" && node.Parent != nil && node.Parent.Path.Last() == "ephemeral"
+		if md := node.Field("metadata"); md != nil && md.Field("name") != nil && !ephemeral {
+			meta, _ := m["metadata"].(map[string]any)
+			if meta["name"] == nil {
+				nm := jsonv.CopyMap(meta)
+				if nm == nil {
+					nm = map[string]any{}
+				}
+				nm["name"] = "gauntlet-" + c.word(5)
+				m["metadata"] = nm
+			}
+		}
 	case last == "envFrom" && node.Field("configMapRef") != nil:
 		if !hasAny(m, []string{"configMapRef", "secretRef"}) {
 			ref := node.Field("configMapRef")
@@ -183,6 +214,19 @@ func (c *caseCtx) completeCore(node *crd.Property, m map[string]any) {
 				v["optional"] = true
 			}
 			m["configMapRef"] = v
+		}
+	}
+	// The scalar fields the core type's Go struct declares without omitempty.
+	if sh := coreShape(node); sh != nil {
+		req := make([]string, 0, len(sh.Required))
+		for name := range sh.Required {
+			req = append(req, name)
+		}
+		sort.Strings(req)
+		for _, name := range req {
+			if f := node.Field(name); f != nil && (f.IntOrString || (f.Type != crd.TypeObject && f.Type != crd.TypeArray)) {
+				set(name, func() any { return c.fill(f) })
+			}
 		}
 	}
 	if g := oneOfGroup(node); g != nil && g.fallback != "" && !hasAny(m, g.members) {
@@ -308,7 +352,7 @@ func keepConsistent(p *crd.Property, states []map[string]any) []string {
 	}
 	for q := start; q != nil; q = q.Parent {
 		obj := q
-		if q.Type != crd.TypeObject || q.Field("operator") == nil {
+		if q.Type != crd.TypeObject || (q.Field("operator") == nil && (q.Field("localhostProfile") == nil || q.Field("type") == nil)) {
 			continue
 		}
 		target := ""
@@ -327,7 +371,9 @@ func keepConsistent(p *crd.Property, states []map[string]any) []string {
 					continue
 				}
 				before := jsonv.CopyMap(m)
-				if obj.Field("values") != nil {
+				if obj.Field("localhostProfile") != nil {
+					fixProfile(m, target)
+				} else if obj.Field("values") != nil {
 					fixRequirement(m, target, obj.Path.Last() == "matchFields")
 				} else if obj.Field("tolerationSeconds") != nil || obj.Field("effect") != nil {
 					fixToleration(m, target)
@@ -501,4 +547,91 @@ func (c *caseCtx) breaksCore(p *crd.Property, states []map[string]any) string {
 		}
 	}
 	return ""
+}
+
+// coreCatalog is the catalogue of Kubernetes types' shapes, built once (immutable).
+var coreCatalog = sync.OnceValue(semantic.NewCatalog)
+
+// coreShape returns the shape of the core type node maps to, or nil.
+func coreShape(node *crd.Property) *semantic.Shape {
+	if node.Semantic == nil || node.Semantic.Root == "" {
+		return nil
+	}
+	return coreCatalog().FieldShape(rootType(node), node.Semantic.Field)
+}
+
+// uniqueNames reports whether the items of the list arr are core objects Kubernetes requires
+// distinct names of (containers, volumes, ports, env vars), whatever the CRD's list type.
+func uniqueNames(arr *crd.Property) bool {
+	if arr.Items == nil || arr.Items.Type != crd.TypeObject {
+		return false
+	}
+	f := arr.Items.Field("name")
+	if f == nil {
+		return false
+	}
+	switch domainOf(f) {
+	case domDNSLabel, domPortName, domEnvName:
+		_, _, ok := coreField(f)
+		return ok
+	}
+	return false
+}
+
+// nameTaken reports whether v's name is the name of an item of existing.
+func nameTaken(existing []any, v any) bool {
+	m, _ := v.(map[string]any)
+	name, ok := m["name"]
+	if !ok {
+		return false
+	}
+	for _, e := range existing {
+		if em, _ := e.(map[string]any); em != nil && jsonv.Equal(em["name"], name) {
+			return true
+		}
+	}
+	return false
+}
+
+// duplicateName says which name the states give two items of a list Kubernetes keys by name
+// when p is that name (a pool value may be a sibling's), or "".
+func duplicateName(p *crd.Property, states []map[string]any) string {
+	if p.Path.Last() != "name" || p.Parent == nil || p.Parent.Parent == nil || !uniqueNames(p.Parent.Parent) {
+		return ""
+	}
+	for _, st := range states {
+		for _, ptr := range instances(st, p.Parent.Parent.Path) {
+			v, _ := jsonv.Get(st, ptr)
+			items, _ := v.([]any)
+			seen := map[string]bool{}
+			for _, it := range items {
+				m, _ := it.(map[string]any)
+				n, ok := m["name"].(string)
+				if !ok {
+					continue
+				}
+				if seen[n] {
+					return fmt.Sprintf("two items of %s are named %q", ptr, n)
+				}
+				seen[n] = true
+			}
+		}
+	}
+	return ""
+}
+
+// fixProfile keeps a seccomp or AppArmor profile's localhostProfile to type Localhost, which
+// requires one.
+func fixProfile(m map[string]any, target string) {
+	_, has := m["localhostProfile"]
+	switch {
+	case has && m["type"] != "Localhost":
+		if target == "localhostProfile" {
+			m["type"] = "Localhost"
+		} else {
+			delete(m, "localhostProfile")
+		}
+	case !has && m["type"] == "Localhost":
+		m["localhostProfile"] = "profiles/gauntlet.json"
+	}
 }

@@ -95,6 +95,9 @@ func coreRules(p *crd.Property, gens []namedGen) []namedGen {
 				// Removals too: their setup state holds what is forbidden.
 				return d.asMisoperation(forbidden), nil
 			}
+			if dup := duplicateName(p, d.steps); dup != "" {
+				return nil, fmt.Errorf("%s: %s", p.Path, dup)
+			}
 			notes := append(keepOneOf(p, d.steps), keepConsistent(p, d.steps)...)
 			if init != nil {
 				sidecars, why := makeSidecars(init, d.steps)

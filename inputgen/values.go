@@ -357,13 +357,26 @@ func (c *caseCtx) newItem(arr *crd.Property, existing []any) any {
 	if it == nil {
 		return nil
 	}
+	keys := arr.ListMapKeys
+	implicit := len(keys) == 0 && uniqueNames(arr)
+	if implicit {
+		// Containers, volumes and ports are keyed by name in Kubernetes though the CRD says not.
+		keys = []string{"name"}
+	}
 	var best any
 	for attempt := 0; attempt < 8; attempt++ {
 		var v any
 		if it.Type == crd.TypeObject {
 			v = c.rich(it)
 			if m, ok := v.(map[string]any); ok {
-				for _, k := range arr.ListMapKeys {
+				if implicit {
+					// A new container, volume or port gets a new name: one from the pool may be a
+					// sibling's (an init container named like a container).
+					if sv, err := c.scalar(it.Field("name"), nil); err == nil {
+						m["name"] = sv
+					}
+				}
+				for _, k := range keys {
 					if _, ok := m[k]; !ok {
 						if f := it.Field(k); f != nil {
 							m[k] = c.fill(f)
@@ -372,7 +385,7 @@ func (c *caseCtx) newItem(arr *crd.Property, existing []any) any {
 				}
 				if attempt > 0 {
 					// Re-draw the key fields to get distinct keys.
-					for _, k := range arr.ListMapKeys {
+					for _, k := range keys {
 						if f := it.Field(k); f != nil && !f.HasDefault {
 							if sv, err := c.scalar(f, nil); err == nil {
 								m[k] = sv
@@ -392,7 +405,7 @@ func (c *caseCtx) newItem(arr *crd.Property, existing []any) any {
 			}
 		}
 		best = v
-		if !collides(arr, existing, v) {
+		if !collides(arr, existing, v) && (!implicit || !nameTaken(existing, v)) {
 			return v
 		}
 	}

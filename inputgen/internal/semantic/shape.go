@@ -40,7 +40,10 @@ const (
 type Shape struct {
 	Kind   Kind
 	Fields map[string]*Shape
-	Elem   *Shape
+	// Required lists the fields whose JSON tag has no omitempty: the API server requires them
+	// (a container's name, a topology spread constraint's maxSkew, a selector requirement's key).
+	Required map[string]bool
+	Elem     *Shape
 	// GoType is the qualified name, e.g. "k8s.io/api/core/v1.Affinity" (empty for builtins).
 	GoType string
 }
@@ -109,7 +112,7 @@ func (s *shaper) shape(t reflect.Type) *Shape {
 		sh.Elem = s.shape(t.Elem())
 		return sh
 	case reflect.Struct:
-		sh := &Shape{Kind: KindObject, Fields: map[string]*Shape{}, GoType: qualified(t)}
+		sh := &Shape{Kind: KindObject, Fields: map[string]*Shape{}, Required: map[string]bool{}, GoType: qualified(t)}
 		s.memo[t] = sh // recursive types see the (filling) shape
 		s.addFields(sh, t)
 		return sh
@@ -144,6 +147,9 @@ func (s *shaper) addFields(sh *Shape, t reflect.Type) {
 			name = f.Name
 		}
 		sh.Fields[name] = s.shape(f.Type)
+		if !strings.Contains(opts, "omitempty") && !strings.Contains(opts, "omitzero") {
+			sh.Required[name] = true
+		}
 	}
 }
 
@@ -242,6 +248,26 @@ func (c *Catalog) Types() []string {
 		out = append(out, e.name)
 	}
 	return out
+}
+
+// FieldShape returns the shape at field (a Semantic.Field path such as
+// "template.spec.containers[*].env[*]") inside the catalogue type root, or nil.
+func (c *Catalog) FieldShape(root, field string) *Shape {
+	sh := c.Shape(root)
+	if field == "" || sh == nil {
+		return sh
+	}
+	for _, seg := range strings.Split(field, ".") {
+		name := strings.TrimSuffix(strings.TrimSuffix(seg, "[*]"), "{*}")
+		if sh == nil || sh.Fields == nil {
+			return nil
+		}
+		sh = sh.Fields[name]
+		for rest := seg[len(name):]; sh != nil && rest != ""; rest = rest[3:] {
+			sh = sh.Elem
+		}
+	}
+	return sh
 }
 
 // Shape returns the shape of a catalogue type by qualified name, or nil.

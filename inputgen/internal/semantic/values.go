@@ -47,6 +47,8 @@ var knownValues = func() map[string][]string {
 	add(corev1.HostPathUnset, corev1.HostPathDirectoryOrCreate, corev1.HostPathDirectory, corev1.HostPathFileOrCreate,
 		corev1.HostPathFile, corev1.HostPathSocket, corev1.HostPathCharDev, corev1.HostPathBlockDev)
 	add(corev1.NotRequired, corev1.NotRequired, corev1.RestartContainer)
+	// Test clusters run Linux nodes.
+	add(corev1.Linux, corev1.Linux)
 	add(corev1.SupplementalGroupsPolicyMerge, corev1.SupplementalGroupsPolicyMerge, corev1.SupplementalGroupsPolicyStrict)
 	add(corev1.PreemptLowerPriority, corev1.PreemptLowerPriority, corev1.PreemptNever)
 	add(corev1.IPv4Protocol, corev1.IPv4Protocol, corev1.IPv6Protocol)
