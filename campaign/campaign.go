@@ -303,6 +303,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, err
 		}
 	}
+	res.Simulated = simulatedContainers(context.WithoutCancel(ctx), envs, cfg.Logger)
 	res.Masks = r.masks
 	res.Stopped = r.budget.reason()
 	collect(res, recs)

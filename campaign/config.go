@@ -18,6 +18,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/inputgen"
 	"github.com/gauntlet-dev/gauntlet/model"
 	"github.com/gauntlet-dev/gauntlet/oracles"
+	"github.com/gauntlet-dev/gauntlet/reports"
 	"github.com/gauntlet-dev/gauntlet/targets"
 )
 
@@ -170,6 +171,10 @@ type Result struct {
 	Budget time.Duration `json:"budget,omitempty"`
 	// Shard is the slice of the plan the campaign ran (nil: the whole plan).
 	Shard *Shard `json:"shard,omitempty"`
+	// Simulated lists the containers that ran simulated (Running and Ready without
+	// a process: an image-mapping rule with simulate: true) on the campaign's
+	// clusters when it ended.
+	Simulated []reports.SimulatedContainer `json:"simulatedContainers,omitempty"`
 }
 
 // Why a campaign stopped early (Result.Stopped).

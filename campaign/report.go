@@ -36,6 +36,8 @@ func WriteReports(dir string, res *Result, oracleNames []string, goTests bool) e
 		Stopped:      res.Stopped,
 		Budget:       res.Budget,
 		Shard:        res.Shard.report(),
+
+		SimulatedContainers: res.Simulated,
 	}
 	desired := map[string]model.Object{}
 	for _, s := range res.Steps {

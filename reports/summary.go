@@ -88,6 +88,18 @@ type Summary struct {
 	MinAvailabilityRequests int      `json:"minAvailabilityRequests,omitempty"`
 	// Timeline has one entry per step done, sorted by start time, then worker and index.
 	Timeline []TimelineEntry `json:"timeline"`
+	// SimulatedContainers are the containers that ran simulated (Running and Ready
+	// without a process, from an image-mapping rule with simulate: true) on the
+	// campaign's clusters when it ended; absent when every container was a process.
+	SimulatedContainers []SimulatedContainer `json:"simulatedContainers,omitempty"`
+}
+
+// SimulatedContainer is one container of a pod that ran without a process.
+type SimulatedContainer struct {
+	Namespace string `json:"namespace"`
+	Pod       string `json:"pod"`
+	Container string `json:"container"`
+	Image     string `json:"image"`
 }
 
 // OracleCount is how much one oracle found.
@@ -435,6 +447,8 @@ type BuildInput struct {
 	Budget  time.Duration
 	// Shard is the slice of the plan the campaign ran (nil: the whole plan).
 	Shard *Shard
+	// SimulatedContainers are the containers that ran simulated (see Summary).
+	SimulatedContainers []SimulatedContainer
 }
 
 // Build derives a Summary: counts per oracle, alarm and misoperation groups,
@@ -458,6 +472,7 @@ func Build(in BuildInput) Summary {
 		sh := *in.Shard
 		s.Shard = &sh
 	}
+	s.SimulatedContainers = append([]SimulatedContainer(nil), in.SimulatedContainers...)
 	if in.Budget > 0 {
 		s.Budget = in.Budget.String()
 	}
