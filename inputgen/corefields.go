@@ -38,6 +38,8 @@ func coreKnown(p *crd.Property) []string {
 	case name == "restartPolicy" && (strings.HasPrefix(p.Semantic.Field, "template.spec.") || strings.Contains(p.Semantic.Field, ".template.spec.")):
 		// A workload's pod template restarts always.
 		return []string{"Always"}
+	case owner == "resizePolicy" && name == "resourceName":
+		return []string{"cpu", "memory"}
 	case (owner == "dataSource" || owner == "dataSourceRef") && name == "kind":
 		return []string{"PersistentVolumeClaim"}
 	case name == "kind" && p.Parent != nil:
@@ -62,7 +64,8 @@ func coreIntRange(p *crd.Property) (lo, hi int64, ok bool) {
 		return 1, 5, true
 	case name == "weight":
 		return 1, 100, true
-	case name == "successThreshold" && (owner == "livenessProbe" || owner == "startupProbe"):
+	case name == "successThreshold" && (owner == "livenessProbe" || owner == "startupProbe" ||
+		(p.Parent != nil && (p.Parent.Path.Last() == "livenessProbe" || p.Parent.Path.Last() == "startupProbe"))):
 		return 1, 1, true
 	case name == "nodePort" || name == "healthCheckNodePort":
 		return 30000, 32767, true
@@ -92,6 +95,15 @@ func coreForbidden(p *crd.Property) string {
 	}
 	if strings.HasSuffix(f, "windowsOptions.hostProcess") {
 		return "a Windows host process container needs a Windows node and the host's network"
+	}
+	if strings.Contains(f, "valueFrom.fileKeyRef") {
+		return "an environment variable from a file names a volume of the pod the operator creates"
+	}
+	if strings.Contains(f, "restartPolicyRules") {
+		return "container restart rules need a feature gate test clusters do not enable"
+	}
+	if strings.HasSuffix(f, "readinessProbe.terminationGracePeriodSeconds") {
+		return "a readiness probe takes no termination grace period"
 	}
 	if src := exoticVolume(p); src != "" {
 		return "a " + src + " volume needs storage or a driver the test cluster does not have: the pod never starts"
@@ -188,13 +200,19 @@ func (c *caseCtx) completeCore(node *crd.Property, m map[string]any) {
 		set("claimName", func() any { return c.fill(node.Field("claimName")) })
 	case last == "exec":
 		set("command", func() any { return []any{"true"} })
+	case node.Field("nodeSelectorTerms") != nil:
+		// A required node affinity: one term every Linux node satisfies.
+		if l, _ := m["nodeSelectorTerms"].([]any); len(l) == 0 {
+			m["nodeSelectorTerms"] = []any{map[string]any{"matchExpressions": []any{
+				map[string]any{"key": "kubernetes.io/os", "operator": "In", "values": []any{"linux"}}}}}
+		}
 	case last == "options" && node.Parent != nil && node.Parent.Path.Last() == "dnsConfig":
 		set("name", func() any { return "ndots" })
 	case node.Field("spec") != nil && node.Field("spec").Field("accessModes") != nil && node.Field("spec").Field("resources") != nil:
 		// A PersistentVolumeClaim (template): a spec, and a name the workload names its claims by.
 		set("spec", func() any { return c.minimal(node.Field("spec")) })
 		ephemeral := strings.Contains(node.Semantic.Field, "ephemeral.volumeClaimTemplate") || node.Path.Last() == "volumeClaimTemplate" && node.Parent != nil && node.Parent.Path.Last() == "ephemeral"
-		if md := node.Field("metadata"); md != nil && md.Field("name") != nil && !ephemeral {
+		if md := node.Field("metadata"); md != nil && (md.Field("name") != nil || md.IsFreeForm() || len(md.Fields) == 0) && !ephemeral {
 			meta, _ := m["metadata"].(map[string]any)
 			if meta["name"] == nil {
 				nm := jsonv.CopyMap(meta)
@@ -352,7 +370,8 @@ func keepConsistent(p *crd.Property, states []map[string]any) []string {
 	}
 	for q := start; q != nil; q = q.Parent {
 		obj := q
-		if q.Type != crd.TypeObject || (q.Field("operator") == nil && (q.Field("localhostProfile") == nil || q.Field("type") == nil)) {
+		if q.Type != crd.TypeObject || (q.Field("operator") == nil && (q.Field("localhostProfile") == nil || q.Field("type") == nil) &&
+			(q.Field("labelSelector") == nil || (q.Field("matchLabelKeys") == nil && q.Field("minDomains") == nil))) {
 			continue
 		}
 		target := ""
@@ -373,6 +392,8 @@ func keepConsistent(p *crd.Property, states []map[string]any) []string {
 				before := jsonv.CopyMap(m)
 				if obj.Field("localhostProfile") != nil {
 					fixProfile(m, target)
+				} else if obj.Field("labelSelector") != nil {
+					fixLabelKeys(m, target)
 				} else if obj.Field("values") != nil {
 					fixRequirement(m, target, obj.Path.Last() == "matchFields")
 				} else if obj.Field("tolerationSeconds") != nil || obj.Field("effect") != nil {
@@ -633,5 +654,25 @@ func fixProfile(m map[string]any, target string) {
 		}
 	case !has && m["type"] == "Localhost":
 		m["localhostProfile"] = "profiles/gauntlet.json"
+	}
+}
+
+// fixLabelKeys gives a pod affinity term or a topology spread constraint the label selector its
+// matchLabelKeys and mismatchLabelKeys need, and keeps minDomains to DoNotSchedule.
+func fixLabelKeys(m map[string]any, target string) {
+	if (m["matchLabelKeys"] != nil || m["mismatchLabelKeys"] != nil) && m["labelSelector"] == nil {
+		if target == "labelSelector" {
+			delete(m, "matchLabelKeys")
+			delete(m, "mismatchLabelKeys")
+		} else {
+			m["labelSelector"] = map[string]any{}
+		}
+	}
+	if _, set := m["minDomains"]; set && m["whenUnsatisfiable"] != nil && m["whenUnsatisfiable"] != "DoNotSchedule" {
+		if target == "minDomains" {
+			m["whenUnsatisfiable"] = "DoNotSchedule"
+		} else {
+			delete(m, "minDomains")
+		}
 	}
 }

@@ -164,7 +164,7 @@ func coreDomain(p *crd.Property) (domain, bool) {
 		case "containers", "initContainers", "ephemeralContainers", "container", "ephemeralcontainer",
 			"volumes", "volume", "volumeMounts", "volumemount", "volumeDevices":
 			return domDNSLabel, true
-		case "imagePullSecrets", "configMap", "configMapRef", "configMapKeyRef", "secretRef", "secretKeyRef",
+		case "imagePullSecrets", "configMap", "secret", "configMapRef", "configMapKeyRef", "secretRef", "secretKeyRef",
 			"nodePublishSecretRef", "controllerPublishSecretRef", "nodeStageSecretRef", "dataSource", "dataSourceRef",
 			"localobjectreference", "secretkeyselector", "configmapkeyselector":
 			return domDNSSubdomain, true

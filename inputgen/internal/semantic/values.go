@@ -25,11 +25,13 @@ var knownValues = func() map[string][]string {
 	add(corev1.NodeSelectorOpIn, corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn, corev1.NodeSelectorOpExists,
 		corev1.NodeSelectorOpDoesNotExist, corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt)
 	add(metav1.LabelSelectorOpIn, metav1.LabelSelectorOpIn, metav1.LabelSelectorOpNotIn, metav1.LabelSelectorOpExists, metav1.LabelSelectorOpDoesNotExist)
-	add(corev1.DefaultProcMount, corev1.DefaultProcMount, corev1.UnmaskedProcMount)
+	// Unmasked needs a user namespace (hostUsers: false).
+	add(corev1.DefaultProcMount, corev1.DefaultProcMount)
 	add(corev1.SeccompProfileTypeRuntimeDefault, corev1.SeccompProfileTypeRuntimeDefault, corev1.SeccompProfileTypeUnconfined, corev1.SeccompProfileTypeLocalhost)
 	add(corev1.AppArmorProfileTypeRuntimeDefault, corev1.AppArmorProfileTypeRuntimeDefault, corev1.AppArmorProfileTypeUnconfined, corev1.AppArmorProfileTypeLocalhost)
 	add(corev1.Capability(""), corev1.Capability("ALL"), corev1.Capability("NET_ADMIN"), corev1.Capability("NET_BIND_SERVICE"), corev1.Capability("SYS_TIME"))
-	add(corev1.ReadWriteOnce, corev1.ReadWriteOnce, corev1.ReadOnlyMany, corev1.ReadWriteMany, corev1.ReadWriteOncePod)
+	// ReadWriteOncePod excludes every other mode of the claim.
+	add(corev1.ReadWriteOnce, corev1.ReadWriteOnce, corev1.ReadOnlyMany, corev1.ReadWriteMany)
 	add(corev1.PersistentVolumeFilesystem, corev1.PersistentVolumeFilesystem, corev1.PersistentVolumeBlock)
 	add(corev1.ServiceTypeClusterIP, corev1.ServiceTypeClusterIP, corev1.ServiceTypeNodePort, corev1.ServiceTypeLoadBalancer)
 	add(corev1.ServiceExternalTrafficPolicyCluster, corev1.ServiceExternalTrafficPolicyCluster, corev1.ServiceExternalTrafficPolicyLocal)
@@ -47,6 +49,7 @@ var knownValues = func() map[string][]string {
 	add(corev1.HostPathUnset, corev1.HostPathDirectoryOrCreate, corev1.HostPathDirectory, corev1.HostPathFileOrCreate,
 		corev1.HostPathFile, corev1.HostPathSocket, corev1.HostPathCharDev, corev1.HostPathBlockDev)
 	add(corev1.NotRequired, corev1.NotRequired, corev1.RestartContainer)
+	add(corev1.SELinuxChangePolicyRecursive, corev1.SELinuxChangePolicyRecursive, corev1.SELinuxChangePolicyMountOption)
 	// Test clusters run Linux nodes.
 	add(corev1.Linux, corev1.Linux)
 	add(corev1.SupplementalGroupsPolicyMerge, corev1.SupplementalGroupsPolicyMerge, corev1.SupplementalGroupsPolicyStrict)
