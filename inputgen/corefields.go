@@ -196,17 +196,31 @@ func (c *caseCtx) completeCore(node *crd.Property, m map[string]any) {
 	case last == "secret":
 		set("secretName", func() any { return c.fill(node.Field("secretName")) })
 		set("name", func() any { return c.fill(node.Field("name")) })
-	case last == "persistentVolumeClaim":
+	case last == "persistentVolumeClaim" && node.Field("claimName") != nil:
 		set("claimName", func() any { return c.fill(node.Field("claimName")) })
 	case last == "exec":
 		set("command", func() any { return []any{"true"} })
+	case last == "resourceFieldRef" && node.Field("containerName") != nil && strings.Contains(node.Semantic.Field, "items"):
+		// A volume's resource field names a container: the seed's, else a fresh name.
+		set("containerName", func() any {
+			f := node.Field("containerName")
+			for _, v := range c.g.pool.Related("container-names", []string{"name"}, func(path string) bool {
+				src := c.g.schema.Lookup(path)
+				return src != nil && domainOf(src) == domDNSLabel && strings.HasSuffix(meaning(src), "|core:container.name")
+			}) {
+				if c.g.fits(f, v) {
+					return v
+				}
+			}
+			return c.fill(f)
+		})
 	case node.Field("nodeSelectorTerms") != nil:
 		// A required node affinity: one term every Linux node satisfies.
 		if l, _ := m["nodeSelectorTerms"].([]any); len(l) == 0 {
 			m["nodeSelectorTerms"] = []any{map[string]any{"matchExpressions": []any{
 				map[string]any{"key": "kubernetes.io/os", "operator": "In", "values": []any{"linux"}}}}}
 		}
-	case last == "options" && node.Parent != nil && node.Parent.Path.Last() == "dnsConfig":
+	case last == "options" && node.Name() == "[*]" && node.Parent.Parent != nil && node.Parent.Parent.Path.Last() == "dnsConfig":
 		set("name", func() any { return "ndots" })
 	case node.Field("spec") != nil && node.Field("spec").Field("accessModes") != nil && node.Field("spec").Field("resources") != nil:
 		// A PersistentVolumeClaim (template): a spec, and a name the workload names its claims by.
@@ -675,4 +689,37 @@ func fixLabelKeys(m map[string]any, target string) {
 			delete(m, "minDomains")
 		}
 	}
+}
+
+// canName reports whether a claim template item can carry metadata.name through the API server's
+// pruning (a name field, free-form or embedded metadata).
+func canName(item *crd.Property) bool {
+	md := item.Field("metadata")
+	return md == nil || md.Field("name") != nil || md.IsFreeForm() || item.EmbeddedResource
+}
+
+// unnamedClaims returns the list of claim templates p lies in (or is) whose items cannot carry
+// a name, or nil: a new one is refused (the workload names its claims by it).
+func unnamedClaims(p *crd.Property) *crd.Property {
+	for q := p; q != nil; q = q.Parent {
+		if q.Type != crd.TypeArray || q.Items == nil {
+			continue
+		}
+		spec := q.Items.Field("spec")
+		if spec != nil && spec.Field("accessModes") != nil && q.Items.Semantic != nil && q.Items.Semantic.Root != "" && !canName(q.Items) {
+			return q
+		}
+	}
+	return nil
+}
+
+// countItems counts the items of every instance of the list at path in st.
+func countItems(st map[string]any, path crd.Path) int {
+	n := 0
+	for _, ptr := range instances(st, path) {
+		v, _ := jsonv.Get(st, ptr)
+		l, _ := v.([]any)
+		n += len(l)
+	}
+	return n
 }
