@@ -365,8 +365,9 @@ func TestNoMadeUpImages(t *testing.T) {
 // requirements whose values agree with their operator, tolerations whose value and seconds agree
 // with their operator and effect, claim templates with access modes and storage (and no cpu or
 // memory), an env var with a value or a source (one), a probe with one handler, an exec with a
-// command, an env source naming a ConfigMap or a Secret, and no volume the test cluster cannot
-// mount.
+// command, an env source naming a ConfigMap or a Secret, topology spread constraints with what
+// the Go type requires (the CRD requires nothing) and a real topology key, distinct names of
+// containers and volumes, and no volume the test cluster cannot mount.
 func TestCoreRequirements(t *testing.T) {
 	s, seed, _ := loadCase(t, "domain")
 	g := mustGenerator(t, s, seed, Options{Seed: 1})
@@ -472,6 +473,30 @@ func TestCoreRequirements(t *testing.T) {
 				}
 				return ""
 			})
+			each(st, "spec.pod.topologySpreadConstraints[*]", func(m map[string]any) string {
+				// Required by Kubernetes (no omitempty in Go) though this CRD requires none.
+				for _, k := range []string{"maxSkew", "topologyKey", "whenUnsatisfiable"} {
+					if m[k] == nil {
+						return tc.ID + ": a topology spread constraint without " + k
+					}
+				}
+				if m["topologyKey"] != "kubernetes.io/hostname" {
+					return fmt.Sprintf("%s: a made-up topology key %v", tc.ID, m["topologyKey"])
+				}
+				return ""
+			})
+			for _, list := range []string{"/spec/pod/containers", "/spec/pod/initContainers", "/spec/volumes", "/spec/sidecars"} {
+				l, _ := jsonv.Get(st, list)
+				items, _ := l.([]any)
+				names := map[any]bool{}
+				for _, it := range items {
+					n := it.(map[string]any)["name"]
+					if names[n] {
+						t.Errorf("%s: two items of %s are named %v", tc.ID, list, n)
+					}
+					names[n] = true
+				}
+			}
 			each(st, "spec.volumes[*]", func(m map[string]any) string {
 				if m["rbd"] != nil {
 					return tc.ID + ": an rbd volume the test cluster cannot mount"
@@ -480,7 +505,7 @@ func TestCoreRequirements(t *testing.T) {
 			})
 		}
 	}
-	for _, path := range []string{"spec.selector.matchExpressions[*]", "spec.pod.tolerations[*]", "spec.volumeClaimTemplates[*]",
+	for _, path := range []string{"spec.selector.matchExpressions[*]", "spec.pod.tolerations[*]", "spec.volumeClaimTemplates[*]", "spec.pod.topologySpreadConstraints[*]",
 		"spec.pod.containers[*].env[*]", "spec.pod.containers[*].readinessProbe", "spec.pod.containers[*].envFrom[*]"} {
 		if seen[path] == 0 {
 			t.Errorf("no valid state has a %s: the check proves nothing", path)
