@@ -13,6 +13,9 @@ CERTMANAGER_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/cert-mana
 CERTMANAGER_DIR := $(CACHE_DIR)/cert-manager/$(CERTMANAGER_VERSION)
 BIN := bin
 TEST_TIMEOUT ?= 60m
+# Packages tested at once. The end-to-end packages mostly wait (quiet windows, convergence), so
+# three at a time on 2 cores shortens the run; the campaign package also runs its e2e tests in parallel.
+TEST_PACKAGES ?= 3
 GOTESTSUM_VERSION := v1.13.0
 GOTESTSUM := $(CACHE_DIR)/tools/gotestsum-$(GOTESTSUM_VERSION)/gotestsum
 # The test run's events (go test -json), read by hack/skipcheck.
@@ -70,7 +73,7 @@ test: deps tools controlplane coredns certmanager build
 	@echo "test: go test ./... (end-to-end tests start real clusters; this takes a few minutes)" >&2
 	@mkdir -p $(dir $(TEST_EVENTS))
 	@rc=0; $(GOTESTSUM) --format pkgname-and-test-fails --format-hide-empty-pkg --jsonfile $(TEST_EVENTS) -- \
-		-timeout $(TEST_TIMEOUT) -count=1 ./... || rc=$$?; \
+		-timeout $(TEST_TIMEOUT) -count=1 -p $(TEST_PACKAGES) ./... || rc=$$?; \
 	$(GO) run ./hack/skipcheck -allow .ci/allowed-skips $(TEST_EVENTS) || { [[ $$rc -ne 0 ]] || rc=1; }; \
 	exit $$rc
 

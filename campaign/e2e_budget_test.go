@@ -20,6 +20,7 @@ import (
 // partial and no end record, leaves no cluster, and --resume continues it to
 // the end.
 func TestE2EStopBySignalOrBudgetThenResume(t *testing.T) {
+	t.Parallel() // each campaign has its own clusters (unique names, CIDRs under the host lock) and state root
 	testenv.SkipShort(t)
 	state := t.TempDir()
 	out := filepath.Join(t.TempDir(), "results")

@@ -21,6 +21,7 @@ import (
 // requires an alarm from the expected oracle, a confirmed reproducer for its
 // group, and that replaying the reproducer raises the same signature again.
 func TestE2ECatchesSeededBug(t *testing.T) {
+	t.Parallel() // each campaign has its own clusters (unique names, CIDRs under the host lock) and state root
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	cfg, res, out := runSeededBug(ctx, t, "04-config-default-overrules-user", true, 1)
@@ -52,6 +53,7 @@ func TestE2ECatchesSeededBug(t *testing.T) {
 // empty primary is promoted and the acknowledged writes are lost, which the
 // durability or system-state oracle must report.
 func TestE2ECatchesSeededFailoverBug(t *testing.T) {
+	t.Parallel() // each campaign has its own clusters (unique names, CIDRs under the host lock) and state root
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	_, res, _ := runSeededBug(ctx, t, "07-failover-lowest-offset", false, 1)

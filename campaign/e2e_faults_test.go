@@ -19,6 +19,7 @@ import (
 // judged with the system monitor's readings and the workload's history, the
 // faults recorded, and the clean operator must raise no alarm.
 func TestE2EFaultCampaignClean(t *testing.T) {
+	t.Parallel() // each campaign has its own clusters (unique names, CIDRs under the host lock) and state root
 	tg, prov := e2eSetup(t)
 	tg.Seed["spec"] = map[string]any{"replicas": int64(3), "image": "valkey/valkey:8.1",
 		"config":   map[string]any{"maxmemory": "100mb", "maxmemory-policy": "allkeys-lru"},

@@ -41,6 +41,7 @@ const gotestAlarm = "testdata/gotest/04-config-default-overrules-user.group.json
 // test must fail naming the invariant and the alarm; with the clean operator
 // it must pass.
 func TestE2EGeneratedGoTest(t *testing.T) {
+	t.Parallel() // each campaign has its own clusters (unique names, CIDRs under the host lock) and state root
 	testenv.SkipShort(t)
 	testenv.NeedRoot(t)
 	testenv.NeedE2E(t, local.ControlPlaneBinDir())

@@ -99,6 +99,7 @@ func appliedSteps(recs []Record) int {
 }
 
 func TestE2EResumeAfterSIGKILL(t *testing.T) {
+	t.Parallel() // each campaign has its own clusters (unique names, CIDRs under the host lock) and state root
 	testenv.SkipShort(t)
 	state := t.TempDir()
 	out := filepath.Join(t.TempDir(), "results")

@@ -70,6 +70,7 @@ var e2eCases = map[string]bool{
 }
 
 func TestE2ECleanCampaign(t *testing.T) {
+	t.Parallel() // each campaign has its own clusters (unique names, CIDRs under the host lock) and state root
 	tg, prov := e2eSetup(t)
 	out := filepath.Join(t.TempDir(), "results")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -114,6 +115,7 @@ func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return le
 // the harness must label the step a misoperation (naming the missing Secret), so
 // whatever the operator does with it is reported apart from bugs.
 func TestE2EDanglingReference(t *testing.T) {
+	t.Parallel() // each campaign has its own clusters (unique names, CIDRs under the host lock) and state root
 	tg, prov := e2eSetup(t)
 	out := filepath.Join(t.TempDir(), "results")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
