@@ -231,7 +231,7 @@ func TestDomainValues(t *testing.T) {
 	t.Run("port", func(t *testing.T) {
 		check(t, "spec.readinessPort", func(v any) bool {
 			if n, ok := jsonv.AsInt(v); ok {
-				return n >= 1 && n <= 65535
+				return n >= 1024 && n <= 65535 // not a privileged port either
 			}
 			s, ok := v.(string)
 			return ok && len(validation.IsValidPortName(s)) == 0

@@ -455,6 +455,11 @@ func stringsToAny(s []string) []any {
 func genIntOrStringInt(c *caseCtx) (*draft, error) {
 	var nv any
 	st, _, err := c.setValue(func(eff any, _ bool) (any, error) {
+		if c.domain(c.p) == domPort {
+			v, err := c.port(c.p, eff)
+			nv = v
+			return v, err
+		}
 		v, err := c.integer(c.p, eff)
 		nv = v
 		return v, err
