@@ -35,7 +35,7 @@ func coreKnown(p *crd.Property) []string {
 	case owner == "initContainers" && name == "restartPolicy":
 		// The only restart policy of an init container: a sidecar.
 		return []string{"Always"}
-	case name == "restartPolicy" && (strings.HasPrefix(p.Semantic.Field, "template.spec.") || strings.Contains(p.Semantic.Field, ".template.spec.")):
+	case name == "restartPolicy" && owner == "spec" && inPodTemplate(p):
 		// A workload's pod template restarts always.
 		return []string{"Always"}
 	case owner == "resizePolicy" && name == "resourceName":
@@ -101,6 +101,9 @@ func coreForbidden(p *crd.Property) string {
 	}
 	if strings.Contains(f, "restartPolicyRules") {
 		return "container restart rules need a feature gate test clusters do not enable"
+	}
+	if inPodTemplate(p) && (strings.HasSuffix(f, "spec.activeDeadlineSeconds")) {
+		return "a workload's pod template takes no active deadline"
 	}
 	if strings.HasSuffix(f, "readinessProbe.terminationGracePeriodSeconds") {
 		return "a readiness probe takes no termination grace period"
@@ -722,4 +725,15 @@ func countItems(st map[string]any, path crd.Path) int {
 		n += len(l)
 	}
 	return n
+}
+
+// inPodTemplate reports whether p lies in a workload's pod template (a PodTemplateSpec root or a
+// template.spec inside a StatefulSet or Deployment spec), where the pod restarts always and has no
+// deadline.
+func inPodTemplate(p *crd.Property) bool {
+	f := p.Semantic.Field
+	if strings.HasPrefix(f, "template.spec.") || strings.Contains(f, ".template.spec.") {
+		return true
+	}
+	return strings.HasSuffix(rootType(p), "/v1.PodTemplateSpec") && strings.HasPrefix(f, "spec.")
 }
