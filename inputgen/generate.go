@@ -793,12 +793,9 @@ func typeName(p *crd.Property) string {
 
 // pointerOf renders the concrete path of a property without list or map segments as a JSON pointer.
 func pointerOf(p crd.Path) (string, bool) {
-	var toks []jsonv.Token
-	for _, s := range p {
-		if s.Kind != crd.Field {
-			return "", false
-		}
-		toks = append(toks, s.Name)
+	toks, ok := p.JSON().Tokens()
+	if !ok {
+		return "", false
 	}
 	return jsonv.Pointer(toks), true
 }

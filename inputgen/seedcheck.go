@@ -15,6 +15,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/inputgen/crd"
 	"github.com/gauntlet-dev/gauntlet/inputgen/internal/semantic"
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 )
 
 // ErrSeedUnknownField is returned when the seed CR sets fields the CRD's schema does not declare:
@@ -27,10 +28,7 @@ func (v *LocalValidator) UnknownFields(obj map[string]any) ([]string, error) {
 	if v.schema.Root.PreserveUnknownFields {
 		return nil, nil
 	}
-	cp, err := deepCopyJSON(obj)
-	if err != nil {
-		return nil, err
-	}
+	cp := jsonv.CopyMap(obj)
 	paths := structuralpruning.PruneWithOptions(cp, v.schema.Structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
 	// metadata is not pruned by the schema: the API server decodes it as an ObjectMeta, which
 	// drops the fields it does not know.

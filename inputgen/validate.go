@@ -16,12 +16,12 @@ import (
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/cel/common"
 
 	"github.com/gauntlet-dev/gauntlet/inputgen/crd"
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 )
 
 // ErrInvalid is the invariant every desired state must meet: the API server accepts it.
@@ -111,10 +111,7 @@ func (v *LocalValidator) coerce(obj map[string]any, fillNamespace bool) (map[str
 	if obj == nil {
 		return nil, fmt.Errorf("%w: object is empty", ErrInvalid)
 	}
-	out, err := deepCopyJSON(obj)
-	if err != nil {
-		return nil, err
-	}
+	out := jsonv.CopyMap(obj)
 	s := v.schema.Structural
 	if !v.schema.Root.PreserveUnknownFields {
 		structuralpruning.PruneWithOptions(out, s, true, structuralschema.UnknownFieldPathOptions{})
@@ -290,14 +287,4 @@ func hasBlockingErr(errs field.ErrorList) (bool, *field.Error) {
 		}
 	}
 	return false, nil
-}
-
-// deepCopyJSON copies a JSON-compatible value, rejecting types JSON cannot hold.
-func deepCopyJSON(obj map[string]any) (out map[string]any, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			out, err = nil, fmt.Errorf("%w: object holds a value JSON cannot represent: %v", ErrInvalid, r)
-		}
-	}()
-	return runtime.DeepCopyJSON(obj), nil
 }

@@ -380,7 +380,18 @@ func TestPathRoundTrip(t *testing.T) {
 	if got := tests[2].String(); got != `spec["net.port"].x` {
 		t.Errorf("String = %q", got)
 	}
-	for _, bad := range []string{".spec", "spec.", `spec["x`, "spec..x"} {
+	// The text form is jsonv's: "*" reads as {*}, a JSON pointer as field names.
+	for in, want := range map[string]Path{
+		"spec.*":           {{Kind: Field, Name: "spec"}, {Kind: Value}},
+		"/spec/a.b":        {{Kind: Field, Name: "spec"}, {Kind: Field, Name: "a.b"}},
+		`spec["*"]["a b"]`: {{Kind: Field, Name: "spec"}, {Kind: Field, Name: "*"}, {Kind: Field, Name: "a b"}},
+	} {
+		got, err := ParsePath(in)
+		if err != nil || !got.HasPrefix(want) || len(got) != len(want) {
+			t.Errorf("ParsePath(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{".spec", "spec.", `spec["x`, "spec..x", "spec[0]", "spec.**", "spec.a*", "spec[name=x]", "spec[a.b]"} {
 		if _, err := ParsePath(bad); err == nil {
 			t.Errorf("ParsePath(%q) accepted", bad)
 		}

@@ -3,20 +3,20 @@ package crd
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
+
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 )
 
-// SegmentKind tells what a path segment steps into.
-type SegmentKind uint8
+// SegmentKind tells what a path segment steps into; the kinds are jsonv's.
+type SegmentKind = jsonv.SegKind
 
 const (
 	// Field steps into a named property of an object.
-	Field SegmentKind = iota
+	Field = jsonv.SegKey
 	// Item steps into the elements of an array (written "[*]").
-	Item
+	Item = jsonv.SegAnyIndex
 	// Value steps into the values of a map, i.e. additionalProperties (written "{*}").
-	Value
+	Value = jsonv.SegAnyKey
 )
 
 // Segment is one step of a schema path.
@@ -26,8 +26,10 @@ type Segment struct {
 }
 
 // Path locates a property in a schema: field names, "[*]" for array items and "{*}" for map values.
-// Its string form is dotted, e.g. "spec.tolerations[*].key" or "spec.nodeSelector{*}"; field names
-// that contain '.', '[', ']', '{', '}', '"' or spaces are quoted: spec.config["net.port"].
+// It is a jsonv.Path restricted to those three kinds of segment, kept as a comparable slice of
+// small values; its text form is jsonv's (see JSON): "spec.tolerations[*].key",
+// "spec.nodeSelector{*}", and a field name that is not a plain name quoted in brackets:
+// spec.config["net.port"].
 type Path []Segment
 
 // Child returns a copy of p extended with a field segment.
@@ -59,89 +61,45 @@ func (p Path) HasPrefix(q Path) bool {
 }
 
 // Last returns the name of the last field segment (skipping "[*]" and "{*}"), or "".
-func (p Path) Last() string {
-	for i := len(p) - 1; i >= 0; i-- {
-		if p[i].Kind == Field {
-			return p[i].Name
-		}
+func (p Path) Last() string { return p.JSON().LastKey() }
+
+// JSON is the path as a jsonv pattern: it matches the concrete paths of every value the
+// property stands for (jsonv.Match, jsonv.Expand).
+func (p Path) JSON() jsonv.Path {
+	out := make(jsonv.Path, len(p))
+	for i, s := range p {
+		out[i] = jsonv.Segment{Kind: s.Kind, Key: s.Name}
 	}
-	return ""
+	return out
 }
 
-func needsQuote(name string) bool {
-	if name == "" {
-		return true
+// FromJSON converts a jsonv path made of map keys, "[*]" and "{*}" (or "*") to a schema path;
+// any other segment (a list index, a glob, "**", a selector) is an error.
+func FromJSON(jp jsonv.Path) (Path, error) {
+	out := make(Path, len(jp))
+	for i, s := range jp {
+		switch {
+		case s.Kind == jsonv.SegKey && !s.Glob:
+			out[i] = Segment{Kind: Field, Name: s.Key}
+		case s.Kind == jsonv.SegAnyIndex, s.Kind == jsonv.SegAnyKey:
+			out[i] = Segment{Kind: s.Kind}
+		default:
+			return nil, fmt.Errorf("schema path %q: segment %d (%s) is not a field name, [*] or {*} (a schema path names no list index, glob or selector)", jp, i+1, jsonv.Path{s})
+		}
 	}
-	return strings.ContainsAny(name, ".[]{}\" \t\n")
+	return out, nil
 }
 
 // String renders the path in its dotted form.
-func (p Path) String() string {
-	var b strings.Builder
-	for i, s := range p {
-		switch s.Kind {
-		case Item:
-			b.WriteString("[*]")
-		case Value:
-			b.WriteString("{*}")
-		default:
-			if needsQuote(s.Name) {
-				b.WriteString("[")
-				b.WriteString(strconv.Quote(s.Name))
-				b.WriteString("]")
-				continue
-			}
-			if i > 0 {
-				b.WriteByte('.')
-			}
-			b.WriteString(s.Name)
-		}
-	}
-	return b.String()
-}
+func (p Path) String() string { return p.JSON().String() }
 
 // ParsePath parses the dotted form produced by Path.String.
 func ParsePath(s string) (Path, error) {
-	var p Path
-	i := 0
-	for i < len(s) {
-		switch {
-		case strings.HasPrefix(s[i:], "[*]"):
-			p = append(p, Segment{Kind: Item})
-			i += 3
-		case strings.HasPrefix(s[i:], "{*}"):
-			p = append(p, Segment{Kind: Value})
-			i += 3
-		case strings.HasPrefix(s[i:], "[\""):
-			q, err := strconv.QuotedPrefix(s[i+1:])
-			if err != nil {
-				return nil, fmt.Errorf("parse path %q at %d: bad quoted field: %w", s, i, err)
-			}
-			name, _ := strconv.Unquote(q)
-			i += 1 + len(q)
-			if i >= len(s) || s[i] != ']' {
-				return nil, fmt.Errorf("parse path %q at %d: quoted field must end with ']'", s, i)
-			}
-			i++
-			p = append(p, Segment{Kind: Field, Name: name})
-		case s[i] == '.':
-			if i == 0 || i == len(s)-1 || s[i+1] == '.' {
-				return nil, fmt.Errorf("parse path %q: empty field name at %d", s, i)
-			}
-			i++
-		default:
-			j := i
-			for j < len(s) && s[j] != '.' && s[j] != '[' && s[j] != '{' {
-				j++
-			}
-			if j == i {
-				return nil, fmt.Errorf("parse path %q: unexpected %q at %d", s, s[i], i)
-			}
-			p = append(p, Segment{Kind: Field, Name: s[i:j]})
-			i = j
-		}
+	jp, err := jsonv.ParsePath(s)
+	if err != nil {
+		return nil, err
 	}
-	return p, nil
+	return FromJSON(jp)
 }
 
 // MarshalJSON encodes the path as its string form.
