@@ -388,7 +388,8 @@ func keepConsistent(p *crd.Property, states []map[string]any) []string {
 	for q := start; q != nil; q = q.Parent {
 		obj := q
 		if q.Type != crd.TypeObject || (q.Field("operator") == nil && (q.Field("localhostProfile") == nil || q.Field("type") == nil) &&
-			(q.Field("labelSelector") == nil || (q.Field("matchLabelKeys") == nil && q.Field("minDomains") == nil))) {
+			(q.Field("labelSelector") == nil || (q.Field("matchLabelKeys") == nil && q.Field("minDomains") == nil)) &&
+			(q.Field("limits") == nil || q.Field("requests") == nil)) {
 			continue
 		}
 		target := ""
@@ -407,7 +408,9 @@ func keepConsistent(p *crd.Property, states []map[string]any) []string {
 					continue
 				}
 				before := jsonv.CopyMap(m)
-				if obj.Field("localhostProfile") != nil {
+				if obj.Field("limits") != nil && obj.Field("requests") != nil {
+					fixResources(m, target)
+				} else if obj.Field("localhostProfile") != nil {
 					fixProfile(m, target)
 				} else if obj.Field("labelSelector") != nil {
 					fixLabelKeys(m, target)
@@ -736,4 +739,34 @@ func inPodTemplate(p *crd.Property) bool {
 		return true
 	}
 	return strings.HasSuffix(rootType(p), "/v1.PodTemplateSpec") && strings.HasPrefix(f, "spec.")
+}
+
+// fixResources keeps every request at most its limit: the side the test case changes wins (a
+// raised request raises the limit, a lowered limit lowers the request).
+func fixResources(m map[string]any, target string) {
+	req, _ := m["requests"].(map[string]any)
+	lim, _ := m["limits"].(map[string]any)
+	if req == nil || lim == nil {
+		return
+	}
+	for _, k := range sortedKeys(req) {
+		l, ok := lim[k]
+		if !ok {
+			continue
+		}
+		qr, err1 := parseQuantity(req[k])
+		ql, err2 := parseQuantity(l)
+		if err1 != nil || err2 != nil || qr.Cmp(ql) <= 0 {
+			continue
+		}
+		if target == "requests" {
+			nl := jsonv.CopyMap(lim)
+			nl[k] = jsonv.Copy(req[k])
+			m["limits"], lim = nl, nl
+		} else {
+			nr := jsonv.CopyMap(req)
+			nr[k] = jsonv.Copy(l)
+			m["requests"], req = nr, nr
+		}
+	}
 }

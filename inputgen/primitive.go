@@ -689,6 +689,12 @@ func (c *caseCtx) mapValue(key string, avoid any) any {
 		}
 		return c.fill(vp)
 	}
+	if isResourceList(c.p) {
+		// A free-form resource list: a quantity for the resource.
+		if q, err := c.quantity(c.p, key, avoid); err == nil {
+			return q
+		}
+	}
 	// Free-form: keep the type of the value being replaced.
 	switch avoid.(type) {
 	case bool:

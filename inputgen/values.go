@@ -495,7 +495,9 @@ func suggestedKeys(node *crd.Property) []string {
 // isResourceList reports whether node is a map of resource name to quantity (limits, requests).
 func isResourceList(node *crd.Property) bool {
 	if node.Values == nil {
-		return false
+		// A free-form limits or requests of a container's resources (Strimzi's).
+		n := node.Path.Last()
+		return node.IsFreeForm() && (n == "limits" || n == "requests") && node.Parent != nil && node.Parent.Path.Last() == "resources"
 	}
 	v := node.Values
 	if v.Semantic != nil && strings.HasSuffix(v.Semantic.Type, "resource.Quantity") {
