@@ -36,9 +36,9 @@ import (
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/images"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/kubelet"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/pidfile"
-	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/pki"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/podnet"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/storage"
+	"github.com/gauntlet-dev/gauntlet/internal/pki"
 )
 
 // Errors a caller can act on; each message states the invariant and the fix.

@@ -17,7 +17,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/coredns"
-	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/pki"
+	"github.com/gauntlet-dev/gauntlet/internal/pki"
 )
 
 // clusterDomain is the embedded cluster's DNS domain.

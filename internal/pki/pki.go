@@ -1,13 +1,17 @@
-// Package pki issues the certificates and keys an embedded cluster needs: one CA,
-// serving certificates (etcd, API server, kubelets), client certificates (admin,
-// controller-manager, scheduler, nodes, the API server's etcd and kubelet clients)
-// and the service-account signing key. Keys are ECDSA P-256: fast to generate and
-// accepted by every component.
+// Package pki issues certificates and keys: one CA, serving certificates, client
+// certificates and a signing key. The embedded cluster takes all of its PKI from
+// here (etcd, API server, kubelets, admin, controller-manager, scheduler, nodes,
+// the API server's etcd and kubelet clients, the service-account key), and tests
+// that need TLS (Valkey servers, monitors, the bundled operator) issue their
+// throwaway certificates the same way.
+//
+// The CA, PEM encoding and file writing are client-go's (k8s.io/client-go/util/cert
+// and util/keyutil); client-go has no helper that signs a leaf with a given CA, so
+// Issue does that. Keys are ECDSA P-256: fast to generate and accepted by every
+// component.
 package pki
 
 import (
-	"bytes"
-	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -18,19 +22,26 @@ import (
 	"fmt"
 	"math/big"
 	"net"
-	"os"
 	"path/filepath"
 	"time"
+
+	"k8s.io/client-go/util/cert"
+	"k8s.io/client-go/util/keyutil"
 )
 
-// validity of every certificate: long enough for any campaign, short enough to be obviously test material.
+// validity of every issued certificate: long enough for any campaign, short enough
+// to be obviously test material (the CA is valid for client-go's ten years).
 const validity = 365 * 24 * time.Hour
 
-// CA is a certificate authority that signs the cluster's certificates.
+// skew is how far before now certificates become valid, so that a clock slightly
+// behind does not reject them.
+const skew = time.Hour
+
+// CA is a certificate authority that signs certificates.
 type CA struct {
 	Cert *x509.Certificate
 	Key  *ecdsa.PrivateKey
-	// CertPEM is Cert PEM-encoded.
+	// CertPEM is Cert PEM-encoded (what a Secret's ca.crt holds).
 	CertPEM []byte
 }
 
@@ -59,25 +70,11 @@ func NewCA(name string) (*CA, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pki: generate CA key: %w", err)
 	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: name},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(validity),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	c, err := cert.NewSelfSignedCACert(cert.Config{CommonName: name, NotBefore: time.Now().Add(-skew)}, key)
 	if err != nil {
-		return nil, fmt.Errorf("pki: self-sign CA: %w", err)
+		return nil, fmt.Errorf("pki: self-sign CA %s: %w", name, err)
 	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, fmt.Errorf("pki: parse CA: %w", err)
-	}
-	return &CA{Cert: cert, Key: key, CertPEM: encode("CERTIFICATE", der)}, nil
+	return &CA{Cert: c, Key: key, CertPEM: encodeCert(c.Raw)}, nil
 }
 
 // Issue signs a new certificate for req.
@@ -86,11 +83,15 @@ func (ca *CA) Issue(req Request) (Pair, error) {
 	if err != nil {
 		return Pair{}, fmt.Errorf("pki: generate key for %s: %w", req.CommonName, err)
 	}
+	sn, err := serial()
+	if err != nil {
+		return Pair{}, err
+	}
 	now := time.Now()
 	tmpl := &x509.Certificate{
-		SerialNumber: serial(),
+		SerialNumber: sn,
 		Subject:      pkix.Name{CommonName: req.CommonName, Organization: req.Organizations},
-		NotBefore:    now.Add(-time.Hour),
+		NotBefore:    now.Add(-skew),
 		NotAfter:     now.Add(validity),
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		DNSNames:     req.DNSNames,
@@ -106,11 +107,11 @@ func (ca *CA) Issue(req Request) (Pair, error) {
 	if err != nil {
 		return Pair{}, fmt.Errorf("pki: sign %s: %w", req.CommonName, err)
 	}
-	keyPEM, err := EncodeKey(key)
+	keyPEM, err := keyutil.MarshalPrivateKeyToPEM(key)
 	if err != nil {
-		return Pair{}, err
+		return Pair{}, fmt.Errorf("pki: encode key of %s: %w", req.CommonName, err)
 	}
-	return Pair{CertPEM: encode("CERTIFICATE", der), KeyPEM: keyPEM}, nil
+	return Pair{CertPEM: encodeCert(der), KeyPEM: keyPEM}, nil
 }
 
 // TLSCertificate parses the pair for use in a tls.Config.
@@ -129,24 +130,25 @@ func (ca *CA) Pool() *x509.CertPool {
 	return p
 }
 
-// Write stores the pair as dir/name.crt and dir/name.key and returns their paths.
+// Write stores the pair as dir/name.crt (mode 0644) and dir/name.key (0600),
+// creating dir, and returns their paths.
 func (p Pair) Write(dir, name string) (certPath, keyPath string, err error) {
 	certPath = filepath.Join(dir, name+".crt")
 	keyPath = filepath.Join(dir, name+".key")
-	if err := writeFile(certPath, p.CertPEM, 0o644); err != nil {
-		return "", "", err
+	if err := cert.WriteCert(certPath, p.CertPEM); err != nil {
+		return "", "", fmt.Errorf("pki: write %s: %w", certPath, err)
 	}
-	if err := writeFile(keyPath, p.KeyPEM, 0o600); err != nil {
-		return "", "", err
+	if err := keyutil.WriteKey(keyPath, p.KeyPEM); err != nil {
+		return "", "", fmt.Errorf("pki: write %s: %w", keyPath, err)
 	}
 	return certPath, keyPath, nil
 }
 
 // Write stores the CA as dir/ca.crt and dir/ca.key and returns the certificate's path.
 func (ca *CA) Write(dir string) (string, error) {
-	keyPEM, err := EncodeKey(ca.Key)
+	keyPEM, err := keyutil.MarshalPrivateKeyToPEM(ca.Key)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("pki: encode CA key: %w", err)
 	}
 	c, _, err := Pair{CertPEM: ca.CertPEM, KeyPEM: keyPEM}.Write(dir, "ca")
 	return c, err
@@ -159,53 +161,33 @@ func NewSigningKey(dir string) (privPath, pubPath string, err error) {
 	if err != nil {
 		return "", "", fmt.Errorf("pki: generate service-account key: %w", err)
 	}
-	keyPEM, err := EncodeKey(key)
+	keyPEM, err := keyutil.MarshalPrivateKeyToPEM(key)
 	if err != nil {
-		return "", "", err
+		return "", "", fmt.Errorf("pki: encode service-account key: %w", err)
 	}
 	pub, err := x509.MarshalPKIXPublicKey(key.Public())
 	if err != nil {
 		return "", "", fmt.Errorf("pki: marshal service-account public key: %w", err)
 	}
 	privPath, pubPath = filepath.Join(dir, "sa.key"), filepath.Join(dir, "sa.pub")
-	if err := writeFile(privPath, keyPEM, 0o600); err != nil {
-		return "", "", err
+	if err := keyutil.WriteKey(privPath, keyPEM); err != nil {
+		return "", "", fmt.Errorf("pki: write %s: %w", privPath, err)
 	}
-	if err := writeFile(pubPath, encode("PUBLIC KEY", pub), 0o644); err != nil {
-		return "", "", err
+	if err := cert.WriteCert(pubPath, pem.EncodeToMemory(&pem.Block{Type: keyutil.PublicKeyBlockType, Bytes: pub})); err != nil {
+		return "", "", fmt.Errorf("pki: write %s: %w", pubPath, err)
 	}
 	return privPath, pubPath, nil
 }
 
-// EncodeKey PEM-encodes a private key in PKCS#8.
-func EncodeKey(key crypto.Signer) ([]byte, error) {
-	der, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return nil, fmt.Errorf("pki: marshal key: %w", err)
-	}
-	return encode("PRIVATE KEY", der), nil
+func encodeCert(der []byte) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: cert.CertificateBlockType, Bytes: der})
 }
 
-func encode(typ string, der []byte) []byte {
-	var b bytes.Buffer
-	_ = pem.Encode(&b, &pem.Block{Type: typ, Bytes: der})
-	return b.Bytes()
-}
-
-func serial() *big.Int {
+// serial is a random 126-bit serial number (RFC 5280 allows up to 20 octets).
+func serial() (*big.Int, error) {
 	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 126))
 	if err != nil {
-		panic(fmt.Sprintf("pki: crypto/rand failed: %v", err))
+		return nil, fmt.Errorf("pki: serial number: %w", err)
 	}
-	return n
-}
-
-func writeFile(path string, data []byte, mode os.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("pki: %w", err)
-	}
-	if err := os.WriteFile(path, data, mode); err != nil {
-		return fmt.Errorf("pki: write %s: %w", path, err)
-	}
-	return nil
+	return n, nil
 }

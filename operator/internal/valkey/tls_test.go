@@ -2,48 +2,32 @@ package valkey_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/gauntlet-dev/gauntlet/internal/pki"
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/valkey"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/valkeytest"
 )
 
-type pki struct {
-	caPEM   []byte
-	caCert  *x509.Certificate
-	caKey   *ecdsa.PrivateKey
-	dir     string
-	counter int64
+// testCA is a throwaway CA (internal/pki's) whose certificate is dir/ca.crt.
+type testCA struct {
+	ca  *pki.CA
+	dir string
 }
 
-func newPKI(t *testing.T) *pki {
+func newPKI(t *testing.T) *testCA {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := pki.NewCA("test CA")
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"}, IsCA: true,
-		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	p := &pki{caPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), caCert: cert, caKey: key, dir: t.TempDir(), counter: 1}
-	if err := os.WriteFile(filepath.Join(p.dir, "ca.crt"), p.caPEM, 0o600); err != nil {
+	p := &testCA{ca: ca, dir: t.TempDir()}
+	if err := os.WriteFile(filepath.Join(p.dir, "ca.crt"), ca.CertPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -51,34 +35,20 @@ func newPKI(t *testing.T) *pki {
 
 // issue writes a server/client certificate for the given IPs and DNS names and
 // returns the paths of the certificate and key, and their PEM.
-func (p *pki) issue(t *testing.T, name string, ips []net.IP, dns []string) (certFile, keyFile string, certPEM, keyPEM []byte) {
+func (p *testCA) issue(t *testing.T, name string, ips []net.IP, dns []string) (certFile, keyFile string, certPEM, keyPEM []byte) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	pair, err := p.ca.Issue(pki.Request{CommonName: name, IPs: ips, DNSNames: dns, Server: true, Client: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.counter++
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(p.counter), Subject: pkix.Name{CommonName: name}, IPAddresses: ips, DNSNames: dns,
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.caCert, &key.PublicKey, p.caKey)
+	certFile, keyFile, err = pair.Write(p.dir, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	kb, _ := x509.MarshalECPrivateKey(key)
-	certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	keyPEM = pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})
-	certFile, keyFile = filepath.Join(p.dir, name+".crt"), filepath.Join(p.dir, name+".key")
-	if err := os.WriteFile(certFile, certPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return certFile, keyFile, certPEM, keyPEM
+	return certFile, keyFile, pair.CertPEM, pair.KeyPEM
 }
 
-func startTLS(t *testing.T, p *pki, cert, key string, extra ...string) *valkeytest.Server {
+func startTLS(t *testing.T, p *testCA, cert, key string, extra ...string) *valkeytest.Server {
 	t.Helper()
 	if _, err := valkeytest.ServerBinary(); err != nil {
 		testenv.Unavailable(t, "%v (`make deps` installs valkey-server)", err)
@@ -107,7 +77,7 @@ func TestTLS(t *testing.T) {
 	byDNS := startTLS(t, p, dnsCert, dnsKey, "--replica-announce-ip", "127.0.0.1")
 	pl := pool(t)
 	ctx := context.Background()
-	tlsm := &valkey.TLS{CA: p.caPEM, Cert: certPEM, Key: keyPEM}
+	tlsm := &valkey.TLS{CA: p.ca.CertPEM, Cert: certPEM, Key: keyPEM}
 
 	if r, err := pl.Do(ctx, valkey.Endpoint{Addr: byIP.Addr(), TLS: tlsm}, "PING"); err != nil || r.Str != "PONG" {
 		t.Fatalf("IP SAN: %v %v", r, err)
@@ -121,7 +91,7 @@ func TestTLS(t *testing.T) {
 		t.Fatal("a certificate naming neither the IP nor the server name was accepted")
 	}
 	other := newPKI(t)
-	if _, err := pl.Do(ctx, valkey.Endpoint{Addr: byIP.Addr(), TLS: &valkey.TLS{CA: other.caPEM}}, "PING"); err == nil {
+	if _, err := pl.Do(ctx, valkey.Endpoint{Addr: byIP.Addr(), TLS: &valkey.TLS{CA: other.ca.CertPEM}}, "PING"); err == nil {
 		t.Fatal("a certificate from another CA was accepted")
 	}
 	if _, err := pl.Do(ctx, valkey.Endpoint{Addr: byIP.Addr()}, "PING"); err == nil {

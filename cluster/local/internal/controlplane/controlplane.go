@@ -28,7 +28,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/deathsig"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/pidfile"
-	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/pki"
+	"github.com/gauntlet-dev/gauntlet/internal/pki"
 )
 
 // ErrComponentExited is reported when a control-plane process ends while the cluster runs.

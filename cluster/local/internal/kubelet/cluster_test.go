@@ -39,8 +39,8 @@ import (
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/container"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/controlplane"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/images"
-	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/pki"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/podnet"
+	"github.com/gauntlet-dev/gauntlet/internal/pki"
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 )
 
