@@ -245,6 +245,23 @@ func progressPrint(objs map[string]model.Object, cr string, notReady []string, g
 	return h.Sum64()
 }
 
+// conditionsObservedGeneration is the highest observedGeneration among the
+// status conditions of o (the Kubernetes API convention for an operator that
+// records per condition which generation it judged), and whether any condition
+// carries one.
+func conditionsObservedGeneration(o model.Object) (int64, bool) {
+	conds, _ := get(o, "status", "conditions").([]any)
+	var best int64
+	found := false
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if g, ok := num(m["observedGeneration"]); ok && (!found || g > best) {
+			best, found = g, true
+		}
+	}
+	return best, found
+}
+
 // readinessOf lists what is not ready among objs (pods, Deployments,
 // StatefulSets, DaemonSets) and whether the CR (key cr) reports its current
 // generation, where its status publishes observedGeneration at all (always,
@@ -263,7 +280,13 @@ func readinessOf(objs map[string]model.Object, cr string, requireGen bool) ([]st
 		}
 		if key == cr {
 			gen, _ := num(get(o, "metadata", "generation"))
-			if og, ok := num(get(o, "status", "observedGeneration")); (ok && og < gen) || (!ok && requireGen) {
+			og, ok := num(get(o, "status", "observedGeneration"))
+			if !ok {
+				// Operators that publish it per condition only (cert-manager's
+				// Certificate): the newest condition's.
+				og, ok = conditionsObservedGeneration(o)
+			}
+			if (ok && og < gen) || (!ok && requireGen) {
 				genOK = false
 			}
 			// The operator's own verdict: a CR that says it is not Ready is

@@ -401,6 +401,8 @@ func (s *session) wait(ctx context.Context, start time.Time) (time.Time, []strin
 		objs := s.watch.objects()
 		if _, ok := num(get(objs[s.crKey], "status", "observedGeneration")); ok {
 			s.r.publishesGen.Store(true)
+		} else if _, ok := conditionsObservedGeneration(objs[s.crKey]); ok {
+			s.r.publishesGen.Store(true)
 		}
 		return objs, s.crKey
 	}, func() []string { return s.operatorDown(ctx) }, s.r.publishesGen.Load())

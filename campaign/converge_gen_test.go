@@ -1,0 +1,40 @@
+package campaign
+
+import (
+	"testing"
+
+	"github.com/gauntlet-dev/gauntlet/model"
+)
+
+// TestReadinessConditionsObservedGeneration: a CR whose status publishes
+// observedGeneration only in its conditions (cert-manager's Certificate) has
+// not observed its generation while the newest condition's lags — an operator
+// cut off from the API server after a spec change must not count as converged.
+func TestReadinessConditionsObservedGeneration(t *testing.T) {
+	cr := model.ObjectKey{Group: "cert-manager.io", Version: "v1", Kind: "Certificate", Namespace: "n", Name: "a"}.String()
+	withConds := func(gen int64, ogs ...int64) map[string]model.Object {
+		var conds []any
+		for _, og := range ogs {
+			conds = append(conds, map[string]any{"type": "Ready", "status": "True", "observedGeneration": og})
+		}
+		return map[string]model.Object{cr: {"metadata": map[string]any{"generation": gen}, "status": map[string]any{"conditions": conds}}}
+	}
+	tests := []struct {
+		name string
+		objs map[string]model.Object
+		want bool
+	}{
+		{"condition lags", withConds(39, 38), false},
+		{"condition caught up", withConds(39, 39), true},
+		{"newest condition counts", withConds(39, 37, 39), true},
+		{"top-level wins", map[string]model.Object{cr: {"metadata": map[string]any{"generation": int64(5)}, "status": map[string]any{"observedGeneration": int64(5),
+			"conditions": []any{map[string]any{"type": "Ready", "status": "True", "observedGeneration": int64(3)}}}}}, true},
+		{"conditions without it", map[string]model.Object{cr: {"metadata": map[string]any{"generation": int64(5)}, "status": map[string]any{
+			"conditions": []any{map[string]any{"type": "Ready", "status": "True"}}}}}, true},
+	}
+	for _, tt := range tests {
+		if _, gen := readinessOf(tt.objs, cr, false); gen != tt.want {
+			t.Errorf("%s: generation observed = %v, want %v", tt.name, gen, tt.want)
+		}
+	}
+}
