@@ -259,8 +259,13 @@ func (c *caseCtx) completeCore(node *crd.Property, m map[string]any) {
 		}
 		sort.Strings(req)
 		for _, name := range req {
-			if f := node.Field(name); f != nil && (f.IntOrString || (f.Type != crd.TypeObject && f.Type != crd.TypeArray)) {
+			f := node.Field(name)
+			switch {
+			case f == nil:
+			case f.IntOrString || (f.Type != crd.TypeObject && f.Type != crd.TypeArray):
 				set(name, func() any { return c.fill(f) })
+			case requiredObjects[name]:
+				set(name, func() any { return c.minimal(f) })
 			}
 		}
 	}
@@ -586,6 +591,29 @@ func (c *caseCtx) breaksCore(p *crd.Property, states []map[string]any) string {
 		if q.Path.String() == q.Semantic.Root {
 			break
 		}
+	}
+	return ""
+}
+
+// requiredObjects are the object fields Go requires that a new instance gets (a weighted pod
+// affinity term's term, a preferred scheduling term's preference); larger ones (a workload's
+// template and selector, a pod's containers) are the operator's to complete.
+var requiredObjects = map[string]bool{"podAffinityTerm": true, "preference": true}
+
+// clusterRefs are fields naming a cluster-scoped object the test cluster must have: a made-up
+// name is refused at admission (PriorityClass, RuntimeClass) or leaves the pod pending.
+var clusterRefs = map[string]string{
+	"priorityClassName":  "PriorityClass",
+	"runtimeClassName":   "RuntimeClass",
+	"storageClassName":   "StorageClass",
+	"schedulerName":      "scheduler",
+	"serviceAccountName": "ServiceAccount",
+}
+
+// clusterRef returns the kind of cluster object a core field names, or "".
+func clusterRef(p *crd.Property) string {
+	if _, name, ok := coreField(p); ok {
+		return clusterRefs[name]
 	}
 	return ""
 }

@@ -366,8 +366,9 @@ func TestNoMadeUpImages(t *testing.T) {
 // with their operator and effect, claim templates with access modes and storage (and no cpu or
 // memory), an env var with a value or a source (one), a probe with one handler, an exec with a
 // command, an env source naming a ConfigMap or a Secret, topology spread constraints with what
-// the Go type requires (the CRD requires nothing) and a real topology key, distinct names of
-// containers and volumes, and no volume the test cluster cannot mount.
+// the Go type requires (the CRD requires nothing) and a real topology key, weighted pod affinity
+// terms with their term, no PriorityClass the cluster does not have, distinct names of containers
+// and volumes, and no volume the test cluster cannot mount.
 func TestCoreRequirements(t *testing.T) {
 	s, seed, _ := loadCase(t, "domain")
 	g := mustGenerator(t, s, seed, Options{Seed: 1})
@@ -497,6 +498,21 @@ func TestCoreRequirements(t *testing.T) {
 					names[n] = true
 				}
 			}
+			each(st, "spec.pod.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution[*]", func(m map[string]any) string {
+				if k, _ := jsonv.Get(m, "/podAffinityTerm/topologyKey"); k == nil {
+					return tc.ID + ": a weighted pod affinity term without a term or its topology key"
+				}
+				if w, ok := jsonv.AsInt(m["weight"]); !ok || w < 1 || w > 100 {
+					return fmt.Sprintf("%s: weight %v", tc.ID, m["weight"])
+				}
+				return ""
+			})
+			each(st, "spec.pod", func(m map[string]any) string {
+				if pc, ok := m["priorityClassName"]; ok {
+					return fmt.Sprintf("%s: a PriorityClass %v the cluster does not have", tc.ID, pc)
+				}
+				return ""
+			})
 			each(st, "spec.volumes[*]", func(m map[string]any) string {
 				if m["rbd"] != nil {
 					return tc.ID + ": an rbd volume the test cluster cannot mount"
@@ -506,10 +522,14 @@ func TestCoreRequirements(t *testing.T) {
 		}
 	}
 	for _, path := range []string{"spec.selector.matchExpressions[*]", "spec.pod.tolerations[*]", "spec.volumeClaimTemplates[*]", "spec.pod.topologySpreadConstraints[*]",
+		"spec.pod.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution[*]",
 		"spec.pod.containers[*].env[*]", "spec.pod.containers[*].readinessProbe", "spec.pod.containers[*].envFrom[*]"} {
 		if seen[path] == 0 {
 			t.Errorf("no valid state has a %s: the check proves nothing", path)
 		}
+	}
+	if tc := plan.TestCase("spec.pod.priorityClassName#string/generated"); tc == nil || tc.Label != Misoperation {
+		t.Errorf("spec.pod.priorityClassName#string/generated: %v, want a misoperation", tc)
 	}
 	if tc := plan.TestCase("spec.volumes[*].rbd.pool#string/generated"); tc == nil || tc.Label != Misoperation {
 		t.Errorf("spec.volumes[*].rbd.pool#string/generated: %v, want a misoperation", tc)

@@ -431,6 +431,9 @@ func genChange(c *caseCtx) (*draft, error) {
 	case kindPrefix(c.p) == "string" && c.p.Semantic != nil && c.p.Semantic.Hint == semantic.HintImage && !containsValue(c.candidates(c.p), nv):
 		label = Misoperation
 		desc = fmt.Sprintf("set %s to an image that does not exist (%s)", c.p.Path, describeValue(nv))
+	case clusterRef(c.p) != "" && !containsValue(c.candidates(c.p), nv):
+		label = Misoperation
+		desc = fmt.Sprintf("set %s to %s, a %s the test cluster does not have", c.p.Path, describeValue(nv), clusterRef(c.p))
 	case len(known) > 0 && !containsValue(stringsToAny(known), nv):
 		label = Misoperation
 		what := c.p.Semantic.Type[strings.LastIndex(c.p.Semantic.Type, "/")+1:]

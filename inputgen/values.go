@@ -285,6 +285,10 @@ func (c *caseCtx) rich(node *crd.Property) any {
 			// One of a value and a source, of a probe's handlers: the minimal instance has its one.
 			continue
 		}
+		if coreForbidden(f) != "" || (clusterRef(f) != "" && len(c.candidates(f)) == 0) {
+			// Nothing Kubernetes refuses, no class or account the cluster does not have.
+			continue
+		}
 		if d := c.domain(f); d == domImage || isReferenceName(f, d) {
 			// What Kubernetes requires though the CRD does not: a container's image, the name
 			// of what a volume or an environment source refers to.
