@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/distribution/reference"
+
 	"github.com/gauntlet-dev/gauntlet/cluster"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/imagemap"
 	"github.com/gauntlet-dev/gauntlet/targets"
@@ -47,13 +49,12 @@ func prepareImages(p cluster.Provider, t *targets.Target) (cluster.Provider, err
 	return p, nil
 }
 
-// pattern is a rule's image pattern for img: its repository with any tag.
+// pattern is a rule's image pattern for img: its repository, as written, with any tag.
 func pattern(img string) string {
-	if i := strings.IndexAny(img, "@"); i >= 0 {
-		img = img[:i]
+	if r, err := reference.Parse(img); err == nil {
+		if n, ok := r.(reference.Named); ok {
+			return n.Name() + ":*"
+		}
 	}
-	if i := strings.LastIndex(img, ":"); i > strings.LastIndex(img, "/") {
-		img = img[:i]
-	}
-	return img + ":*"
+	return img
 }

@@ -5,8 +5,8 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
-	"strings"
 
+	"github.com/distribution/reference"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/gauntlet-dev/gauntlet/inputgen/crd"
@@ -526,15 +526,15 @@ var numberRE = regexp.MustCompile(`\d+`)
 func versionOf(v string, image bool) (repo string, nums []int, ok bool) {
 	tag := v
 	if image {
-		if i := strings.Index(v, "@"); i >= 0 {
-			v = v[:i]
-		}
-		slash := strings.LastIndex(v, "/")
-		colon := strings.LastIndex(v, ":")
-		if colon <= slash {
+		r, err := reference.Parse(v)
+		if err != nil {
 			return v, nil, false
 		}
-		repo, tag = v[:colon], v[colon+1:]
+		t, ok := r.(reference.NamedTagged)
+		if !ok {
+			return v, nil, false
+		}
+		repo, tag = t.Name(), t.Tag()
 	}
 	for _, m := range numberRE.FindAllString(tag, 6) {
 		n, err := strconv.Atoi(m)

@@ -46,6 +46,7 @@ func TestGlobMatch(t *testing.T) {
 }
 
 func TestReferenceForms(t *testing.T) {
+	const dgst = "sha256:4b7f5d5a8b6f1f4e3b0a9c2d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d9e8f"
 	tests := []struct {
 		image string
 		want  []string // must all be present
@@ -56,7 +57,12 @@ func TestReferenceForms(t *testing.T) {
 		{"docker.io/library/redis:7.2", []string{"redis:7.2", "library/redis:7.2"}, nil},
 		{"ghcr.io/gauntlet-dev/valkey-operator:v1", []string{"ghcr.io/gauntlet-dev/valkey-operator:v1"}, []string{"gauntlet-dev/valkey-operator:v1"}},
 		{"localhost:5000/app", []string{"localhost:5000/app:latest"}, nil},
-		{"redis@sha256:abc", []string{"redis@sha256:abc", "redis:latest", "docker.io/library/redis@sha256:abc"}, nil},
+		{"redis@" + dgst, []string{"redis@" + dgst, "redis:latest", "docker.io/library/redis@" + dgst}, nil},
+		{"redis:7@" + dgst, []string{"redis:7", "redis:7@" + dgst, "library/redis@" + dgst}, nil},
+		{"registry-1.docker.io/valkey/valkey:8", []string{"valkey/valkey:8", "docker.io/valkey/valkey:8"}, nil},
+		{"index.docker.io/library/redis", []string{"redis:latest"}, nil},
+		// Not a reference any runtime would pull: matched as written only.
+		{"Redis@sha256:abc", []string{"Redis@sha256:abc"}, []string{"redis:latest", "Redis:latest"}},
 	}
 	for _, tt := range tests {
 		got := referenceForms(tt.image)

@@ -1,47 +1,49 @@
 package images
 
-import "strings"
+import (
+	"slices"
+	"strings"
+
+	"github.com/distribution/reference"
+)
 
 // referenceForms returns the strings an image reference is matched under: as
-// written, and normalized (tag "latest" when none is given) with the full
-// registry name, without the registry, and, for Docker Hub's library images,
-// without "library/".
+// written, and normalized by github.com/distribution/reference (tag "latest"
+// when none is given) with the full registry name, without the registry, and,
+// for Docker Hub's library images, without "library/". A reference that does not
+// parse (no runtime could pull it) is matched as written only.
 func referenceForms(image string) []string {
 	image = strings.TrimSpace(image)
 	forms := []string{image}
 	add := func(s string) {
-		for _, f := range forms {
-			if f == s {
-				return
-			}
-		}
-		forms = append(forms, s)
-	}
-	name, digest, _ := strings.Cut(image, "@")
-	tag := ""
-	if i := strings.LastIndex(name, ":"); i > strings.LastIndex(name, "/") {
-		name, tag = name[:i], name[i+1:]
-	}
-	if tag == "" {
-		tag = "latest"
-	}
-	domain, rest := "", name
-	if i := strings.Index(name, "/"); i >= 0 {
-		first := name[:i]
-		if strings.ContainsAny(first, ".:") || first == "localhost" {
-			domain, rest = first, name[i+1:]
+		if !slices.Contains(forms, s) {
+			forms = append(forms, s)
 		}
 	}
-	if domain == "" || domain == "index.docker.io" || domain == "registry-1.docker.io" {
-		domain = "docker.io"
+	named, err := reference.ParseNormalizedNamed(image)
+	if err != nil {
+		return forms
 	}
-	if domain == "docker.io" && !strings.Contains(rest, "/") {
-		rest = "library/" + rest
+	// index.docker.io is normalized by the parser; registry-1.docker.io, Docker
+	// Hub's pull endpoint, is not.
+	if reference.Domain(named) == "registry-1.docker.io" {
+		if n, err := reference.ParseNormalizedNamed(strings.TrimPrefix(named.String(), "registry-1.docker.io/")); err == nil {
+			named = n
+		}
 	}
-	names := []string{domain + "/" + rest}
-	if domain == "docker.io" {
-		names = append(names, rest)
-		if short, ok := strings.CutPrefix(rest, "library/"); ok {
+	tag := "latest"
+	if t, ok := named.(reference.Tagged); ok {
+		tag = t.Tag()
+	}
+	digest := ""
+	if d, ok := named.(reference.Digested); ok {
+		digest = d.Digest().String()
+	}
+	names := []string{named.Name()}
+	if reference.Domain(named) == "docker.io" {
+		path := reference.Path(named)
+		names = append(names, path)
+		if short := reference.FamiliarName(named); short != path {
 			names = append(names, short)
 		}
 	}
