@@ -203,6 +203,9 @@ func (c *caseCtx) completeCore(node *crd.Property, m map[string]any) {
 		set("claimName", func() any { return c.fill(node.Field("claimName")) })
 	case last == "exec":
 		set("command", func() any { return []any{"true"} })
+	case last == "ephemeral" && node.Field("volumeClaimTemplate") != nil:
+		// A generic ephemeral volume is its claim template.
+		set("volumeClaimTemplate", func() any { return c.minimal(node.Field("volumeClaimTemplate")) })
 	case last == "resourceFieldRef" && node.Field("containerName") != nil && strings.Contains(node.Semantic.Field, "items"):
 		// A volume's resource field names a container: the seed's, else a fresh name.
 		set("containerName", func() any {

@@ -513,6 +513,13 @@ func TestCoreRequirements(t *testing.T) {
 				}
 				return ""
 			})
+			each(st, "spec.volumes[*].ephemeral", func(m map[string]any) string {
+				modes, _ := jsonv.Get(m, "/volumeClaimTemplate/spec/accessModes")
+				if l, _ := modes.([]any); len(l) == 0 {
+					return tc.ID + ": an ephemeral volume without a claim template with access modes"
+				}
+				return ""
+			})
 			each(st, "spec.volumes[*]", func(m map[string]any) string {
 				if m["rbd"] != nil {
 					return tc.ID + ": an rbd volume the test cluster cannot mount"
@@ -522,7 +529,7 @@ func TestCoreRequirements(t *testing.T) {
 		}
 	}
 	for _, path := range []string{"spec.selector.matchExpressions[*]", "spec.pod.tolerations[*]", "spec.volumeClaimTemplates[*]", "spec.pod.topologySpreadConstraints[*]",
-		"spec.pod.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution[*]",
+		"spec.pod.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution[*]", "spec.volumes[*].ephemeral",
 		"spec.pod.containers[*].env[*]", "spec.pod.containers[*].readinessProbe", "spec.pod.containers[*].envFrom[*]"} {
 		if seen[path] == 0 {
 			t.Errorf("no valid state has a %s: the check proves nothing", path)
