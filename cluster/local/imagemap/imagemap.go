@@ -68,19 +68,9 @@ func Expand(rules []Rule, dir string) ([]Rule, error) {
 		for name, cands := range r.Programs {
 			exp := make([]string, len(cands))
 			for j, c := range cands {
-				var missing []string
-				v := os.Expand(c, func(k string) string {
-					if val, ok := os.LookupEnv(k); ok && val != "" {
-						return val
-					}
-					if k == controlplane.EnvCacheDir {
-						return controlplane.CacheDir()
-					}
-					missing = append(missing, k)
-					return ""
-				})
-				if len(missing) > 0 {
-					return nil, fmt.Errorf("image mapping rule %d (%s): program %q: candidate %q uses $%s, which is not set: set it, or write the path out", i+1, label(r), name, c, missing[0])
+				v, err := ExpandEnv(c)
+				if err != nil {
+					return nil, fmt.Errorf("image mapping rule %d (%s): program %q: %w", i+1, label(r), name, err)
 				}
 				if strings.Contains(v, "/") && !filepath.IsAbs(v) {
 					v = filepath.Join(dir, v)
@@ -92,6 +82,27 @@ func Expand(rules []Rule, dir string) ([]Rule, error) {
 		out[i].Programs = progs
 	}
 	return out, nil
+}
+
+// ExpandEnv replaces ${VAR} and $VAR in s by the environment variable's value;
+// GAUNTLET_CACHE_DIR, when not set, is Gauntlet's cache folder (where `make`
+// puts what it builds). A variable that is not set is an error naming it.
+func ExpandEnv(s string) (string, error) {
+	var missing []string
+	v := os.Expand(s, func(k string) string {
+		if val, ok := os.LookupEnv(k); ok && val != "" {
+			return val
+		}
+		if k == controlplane.EnvCacheDir {
+			return controlplane.CacheDir()
+		}
+		missing = append(missing, k)
+		return ""
+	})
+	if len(missing) > 0 {
+		return "", fmt.Errorf("%q uses $%s, which is not set: set it, or write the path out", s, missing[0])
+	}
+	return v, nil
 }
 
 func label(r Rule) string {
