@@ -12,7 +12,7 @@ import (
 )
 
 // The OAT-layer fixtures were recorded from real servers by
-// testdata/record (go run ./oracles/testdata/record): a step (its window,
+// hack/oatrecord (go run ./hack/oatrecord): a step (its window,
 // faults and desired state), the system monitor's readings during the step
 // (the last one taken at snapshot time) and, for scenarios with a workload, its
 // history.

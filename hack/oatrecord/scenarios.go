@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -166,16 +165,22 @@ func scenarios() []scenario {
 			},
 		},
 		{
-			// The primary now requires a password; cache-2 was not given it.
+			// The servers now require a password (and the monitor is given it);
+			// cache-2 was not told to use it for its link to the primary.
 			name: "link-down", config: base, kind: model.StepApply, changed: []string{"spec.auth.enabled"},
 			play: func(c *cluster) error {
 				if _, err := c.srv[1].do("CONFIG", "SET", "masterauth", "s3cret"); err != nil {
 					return err
 				}
-				if _, err := c.srv[0].do("CONFIG", "SET", "requirepass", "s3cret"); err != nil {
-					return err
+				for _, i := range []int{2, 1, 0} {
+					if _, err := c.srv[i].do("CONFIG", "SET", "requirepass", "s3cret"); err != nil {
+						return err
+					}
+					c.srv[i].auth = "s3cret"
 				}
-				c.srv[0].auth = "s3cret"
+				c.mu.Lock()
+				c.password = "s3cret"
+				c.mu.Unlock()
 				if _, err := c.srv[0].do("CLIENT", "KILL", "TYPE", "replica"); err != nil {
 					return err
 				}
@@ -247,9 +252,7 @@ func (c *cluster) restart(i int) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(s.cmd.Path, "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", d, "--replicaof", "127.0.0.1", "1", "--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the recorder
+	cmd := serverCmd(s.cmd.Path, s, d, "--replicaof", "127.0.0.1", "1")
 	if err := cmd.Start(); err != nil {
 		return err
 	}

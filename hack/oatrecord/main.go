@@ -1,23 +1,33 @@
-// Command record regenerates the OAT-layer oracles' test fixtures
-// (testdata/steps, testdata/samples, testdata/histories) by running real
-// redis-server (or valkey-server) processes on loopback and playing each
-// scenario: an "operator" (this program) moves roles and labels, a workload
-// writes unique keys (SET, then WAIT for replicas) and reads them back through a
-// simulated client Service (the pods labelled primary), and a monitor samples
-// every member (ROLE, CONFIG GET) while it runs. Faults are SIGSTOP/SIGCONT.
+// Command oatrecord regenerates the OAT-layer oracles' test fixtures
+// (oracles/testdata/steps, samples, histories) by running real valkey-server (or
+// redis-server) processes on loopback and playing each scenario: an "operator"
+// (this program) moves roles and labels, a workload writes unique keys (SET, then
+// WAIT for replicas) and reads them back through a simulated client Service (the
+// pods labelled primary), and Gauntlet's own system monitor
+// (monitors.ValkeyMonitor, as campaigns run it) samples every member while it
+// runs. Faults are SIGSTOP/SIGCONT.
 //
-// Addresses are rewritten to the pod IPs of testdata/snapshots/s0.json (port
-// 6379) and times shifted so that every transition starts at 2025-03-01T10:03:00Z.
+// The pods, the client Service, its EndpointSlice and the auth Secret live in a
+// fake Kubernetes clientset that the "operator" keeps up to date; server i of a
+// scenario listens on 127.0.0.(i+2) at that scenario's port, as a pod's IP. Every
+// connection (operator, workload, monitor) goes through valkey-go, the client the
+// production monitor and workload use. The workload is this program's own: open
+// loop, a fresh connection per request (many clients), which the failover
+// scenarios need; the production workload is one sequential client.
 //
-//	go run ./oracles/testdata/record            # from the repository root
-//	go run ./oracles/testdata/record -only clean-failover
+// Addresses are rewritten to the pod IPs of oracles/testdata/snapshots/s0.json
+// (port 6379) and times shifted so that every transition starts at
+// 2025-03-01T10:03:00Z.
 //
-// It needs redis-server (or valkey-server) on PATH. The fixtures are committed:
+//	go run ./hack/oatrecord            # from the repository root
+//	go run ./hack/oatrecord -only clean-failover
+//
+// It needs valkey-server (or redis-server) on PATH. The fixtures are committed:
 // tests never run it.
 package main
 
 import (
-	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -35,13 +45,17 @@ import (
 	"syscall"
 	"time"
 
+	vk "github.com/valkey-io/valkey-go"
+	"k8s.io/client-go/kubernetes/fake"
+
 	"github.com/gauntlet-dev/gauntlet/model"
+	"github.com/gauntlet-dev/gauntlet/monitors"
 )
 
 var t0 = time.Date(2025, 3, 1, 10, 3, 0, 0, time.UTC)
 
 const (
-	roleLabel = "valkey.gauntlet.dev/role"
+	roleLabel = monitors.ValkeyRoleLabel
 	svcName   = "cache"
 	ns        = "gauntlet-w0"
 )
@@ -52,7 +66,7 @@ var podIPs = []string{"10.244.2.7", "10.244.0.9", "10.244.1.4"}
 func main() {
 	out := flag.String("out", "oracles/testdata", "fixture folder")
 	only := flag.String("only", "", "record only this scenario")
-	base := flag.Int("port", 16400, "first loopback port")
+	base := flag.Int("port", 16400, "port of the first scenario (each scenario takes the next)")
 	flag.Parse()
 	bin := "valkey-server"
 	if _, err := exec.LookPath(bin); err != nil {
@@ -62,7 +76,7 @@ func main() {
 		if *only != "" && sc.name != *only {
 			continue
 		}
-		if err := record(bin, *out, *base+10*i, sc); err != nil {
+		if err := record(bin, *out, *base+i, sc); err != nil {
 			fmt.Fprintf(os.Stderr, "record %s: %v\n", sc.name, err)
 			os.Exit(1)
 		}
@@ -88,16 +102,20 @@ func record(bin, out string, port int, sc scenario) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	c := &cluster{labels: map[string]string{}, required: sc.required, desired: sc.config}
+	c := &cluster{labels: map[string]string{}, required: sc.required, desired: sc.config, kube: fake.NewClientset(),
+		mon: monitors.NewValkeyMonitor(monitors.ValkeyMonitorOptions{Port: port, Timeout: 80 * time.Millisecond})}
 	defer c.stop()
 	for i := range podIPs {
-		if err := c.start(bin, dir, i, port+i); err != nil {
+		if err := c.start(bin, dir, i, port); err != nil {
 			return err
 		}
 	}
+	if err := c.createObjects(); err != nil {
+		return err
+	}
 	// The converged seed: cache-0 primary, the others its replicas.
 	for i := 1; i < len(c.srv); i++ {
-		if _, err := c.srv[i].do("REPLICAOF", "127.0.0.1", strconv.Itoa(c.srv[0].port)); err != nil {
+		if err := c.replicaOf(i, 0); err != nil {
 			return err
 		}
 	}
@@ -134,7 +152,13 @@ func record(bin, out string, port int, sc scenario) error {
 	converged := time.Now()
 	c.stopWorkload()
 	c.stopMonitor()
-	final := c.sample()
+	final, err := c.sample()
+	if err != nil {
+		return err
+	}
+	if c.monErr != nil {
+		return c.monErr
+	}
 	var verify []model.Op
 	if sc.workload {
 		verify = c.verify()
@@ -201,12 +225,13 @@ func write(path string, v any) error {
 
 type server struct {
 	pod  string
+	ip   string
 	port int
 	cmd  *exec.Cmd
 	auth string
 }
 
-func (s *server) addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
+func (s *server) addr() string { return net.JoinHostPort(s.ip, strconv.Itoa(s.port)) }
 
 func (s *server) do(args ...string) (any, error) {
 	r, err := session(s.addr(), 500*time.Millisecond, s.auth, [][]string{args})
@@ -220,6 +245,10 @@ type cluster struct {
 	srv      []*server
 	required int
 	desired  map[string]string
+	kube     *fake.Clientset
+	mon      *monitors.ValkeyMonitor
+	monErr   error  // the first failed sample
+	password string // the password the monitor is told (spec.auth), "" for none
 
 	mu      sync.Mutex
 	labels  map[string]string // pod → role label
@@ -239,12 +268,12 @@ func (c *cluster) start(bin, dir string, i, port int) error {
 	if err := os.MkdirAll(d, 0o755); err != nil {
 		return err
 	}
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", d, "--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the recorder
+	s := &server{pod: fmt.Sprintf("cache-%d", i), ip: fmt.Sprintf("127.0.0.%d", i+2), port: port}
+	cmd := serverCmd(bin, s, d)
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	s := &server{pod: fmt.Sprintf("cache-%d", i), port: port, cmd: cmd}
+	s.cmd = cmd
 	c.srv = append(c.srv, s)
 	for range 100 {
 		if _, err := s.do("PING"); err == nil {
@@ -255,7 +284,17 @@ func (c *cluster) start(bin, dir string, i, port int) error {
 	return fmt.Errorf("%s did not start on port %d", bin, port)
 }
 
+// serverCmd runs a server for s with data in dir and the extra arguments.
+func serverCmd(bin string, s *server, dir string, extra ...string) *exec.Cmd {
+	args := append([]string{"--port", strconv.Itoa(s.port), "--bind", s.ip, "--save", "", "--appendonly", "no", "--dir", dir,
+		"--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0"}, extra...)
+	cmd := exec.Command(bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the recorder
+	return cmd
+}
+
 func (c *cluster) stop() {
+	c.mon.Close()
 	for _, s := range c.srv {
 		_ = s.cmd.Process.Signal(syscall.SIGCONT)
 		_ = s.cmd.Process.Kill()
@@ -292,6 +331,10 @@ func (c *cluster) setLabels(roles ...string) {
 			c.labels[c.srv[i].pod] = r
 		}
 	}
+	if err := c.syncObjects(); err != nil {
+		// The fake clientset fails only on a bug of this program.
+		panic(err)
+	}
 }
 
 func (c *cluster) label(i int, role string) { c.setLabels(roleAt(i, role)...) }
@@ -321,7 +364,7 @@ func (c *cluster) thaw(i int) {
 }
 
 func (c *cluster) replicaOf(i, of int) error {
-	_, err := c.srv[i].do("REPLICAOF", "127.0.0.1", strconv.Itoa(c.srv[of].port))
+	_, err := c.srv[i].do("REPLICAOF", c.srv[of].ip, strconv.Itoa(c.srv[of].port))
 	return err
 }
 
@@ -357,9 +400,14 @@ func (c *cluster) startMonitor() {
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
 		for {
-			s := c.sample()
+			s, err := c.sample()
 			c.mu.Lock()
-			c.samples = append(c.samples, s)
+			if err != nil && c.monErr == nil {
+				c.monErr = err
+			}
+			if err == nil {
+				c.samples = append(c.samples, s)
+			}
 			c.mu.Unlock()
 			select {
 			case <-c.stopMon:
@@ -372,77 +420,18 @@ func (c *cluster) startMonitor() {
 
 func (c *cluster) stopMonitor() { close(c.stopMon); c.monWG.Wait() }
 
-// sample reads every member at once.
-func (c *cluster) sample() model.SystemSample {
+// sample takes a reading with the production monitor.
+func (c *cluster) sample() (model.SystemSample, error) {
 	c.mu.Lock()
-	labels := map[string]string{}
-	for k, v := range c.labels {
-		labels[k] = v
-	}
+	cr := c.monitorCR()
 	c.mu.Unlock()
-	s := model.SystemSample{Taken: time.Now(), Service: svcName, Members: make([]model.Member, len(c.srv))}
-	keys := make([]string, 0, len(c.desired))
-	for k := range c.desired {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var wg sync.WaitGroup
-	for i, srv := range c.srv {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s.Members[i] = c.member(srv, keys, labels)
-		}()
-	}
-	wg.Wait()
-	for _, m := range s.Members {
-		if m.Labels[roleLabel] == "primary" {
-			s.Selected = append(s.Selected, m.Pod)
-		}
-	}
-	return s
-}
-
-func (c *cluster) member(srv *server, keys []string, labels map[string]string) model.Member {
-	m := model.Member{Pod: srv.pod, Address: srv.addr(), Labels: map[string]string{
-		"app.kubernetes.io/name": "valkey", "app.kubernetes.io/instance": "cache", "statefulset.kubernetes.io/pod-name": srv.pod,
-	}}
-	if l := labels[srv.pod]; l != "" {
-		m.Labels[roleLabel] = l
-	}
-	cmds := [][]string{{"ROLE"}}
-	for _, k := range keys {
-		cmds = append(cmds, []string{"CONFIG", "GET", k})
-	}
-	r, err := session(srv.addr(), 80*time.Millisecond, srv.auth, cmds)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := c.mon.Sample(ctx, monitors.Env{Kube: c.kube, CR: cr})
 	if err != nil {
-		m.Error = err.Error()
-		return m
+		return model.SystemSample{}, fmt.Errorf("monitor: %w", err)
 	}
-	m.Reachable = true
-	role, _ := r[0].([]any)
-	if len(role) > 0 {
-		switch role[0] {
-		case "master":
-			m.Role = model.RolePrimary
-			m.Offset, _ = role[1].(int64)
-			l, _ := role[2].([]any)
-			m.Replicas = len(l)
-		case "slave":
-			m.Role = model.RoleReplica
-			port, _ := role[2].(int64)
-			m.Follows = fmt.Sprintf("%v:%d", role[1], port)
-			m.LinkUp = role[3] == "connected"
-			m.Offset, _ = role[4].(int64)
-		}
-	}
-	m.Config = map[string]string{}
-	for i, k := range keys {
-		if l, _ := r[i+1].([]any); len(l) == 2 {
-			m.Config[k], _ = l[1].(string)
-		}
-	}
-	return m
+	return *s, nil
 }
 
 // Workload.
@@ -586,7 +575,7 @@ func (c *cluster) mapAddr(s string) string {
 	return localRE.ReplaceAllString(s, "tcp "+clientIP+":$1->")
 }
 
-var localRE = regexp.MustCompile(`tcp 127\.0\.0\.1:(\d+)->`)
+var localRE = regexp.MustCompile(`tcp 127\.0\.0\.\d+:(\d+)->`)
 
 // clientIP is the workload's and monitor's pod IP.
 const clientIP = "10.244.0.12"
@@ -610,96 +599,39 @@ func (c *cluster) mapOp(op model.Op, shift time.Duration) model.Op {
 	return op
 }
 
-// RESP.
+// Connections.
 
-// session sends cmds on one connection (AUTH first when auth is set) and
-// returns the replies read before the first error; a server error reply is an
+// session sends cmds in order on one fresh valkey-go connection (authenticated
+// when auth is set) and returns the replies read before the first error, as Go
+// values (strings, int64s, []any; nil for a nil reply); a server error reply is an
 // error too.
 func session(addr string, timeout time.Duration, auth string, cmds [][]string) ([]any, error) {
-	conn, err := net.DialTimeout("tcp", addr, timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout+150*time.Millisecond)
+	defer cancel()
+	cl, err := vk.NewClient(vk.ClientOption{
+		InitAddress:       []string{addr},
+		ForceSingleClient: true,
+		DisableCache:      true,
+		DisableRetry:      true,
+		Password:          auth,
+		ClientSetInfo:     vk.DisableClientSetInfo,
+		ConnWriteTimeout:  timeout,
+		Dialer:            net.Dialer{Timeout: timeout},
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close()
-	if err := conn.SetDeadline(time.Now().Add(timeout + 150*time.Millisecond)); err != nil {
-		return nil, err
-	}
-	r := bufio.NewReader(conn)
-	if auth != "" {
-		cmds = append([][]string{{"AUTH", auth}}, cmds...)
-	}
+	defer cl.Close()
 	var out []any
-	for i, args := range cmds {
-		var b strings.Builder
-		fmt.Fprintf(&b, "*%d\r\n", len(args))
-		for _, a := range args {
-			fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	for _, args := range cmds {
+		v, err := cl.Do(ctx, cl.B().Arbitrary(args[0]).Args(args[1:]...).Build()).ToAny()
+		if vk.IsValkeyNil(err) {
+			v, err = nil, nil
 		}
-		if _, err := conn.Write([]byte(b.String())); err != nil {
-			return out, err
-		}
-		v, err := readReply(r)
 		if err != nil {
 			return out, err
-		}
-		if auth != "" && i == 0 {
-			continue
 		}
 		out = append(out, v)
 	}
 	return out, nil
-}
-
-func readReply(r *bufio.Reader) (any, error) {
-	line, err := r.ReadString('\n')
-	if err != nil {
-		return nil, err
-	}
-	line = strings.TrimRight(line, "\r\n")
-	if line == "" {
-		return nil, errors.New("empty reply")
-	}
-	switch line[0] {
-	case '+':
-		return line[1:], nil
-	case '-':
-		return nil, errors.New(line[1:])
-	case ':':
-		return strconv.ParseInt(line[1:], 10, 64)
-	case '$':
-		n, _ := strconv.Atoi(line[1:])
-		if n < 0 {
-			return nil, nil
-		}
-		buf := make([]byte, n+2)
-		if _, err := ioReadFull(r, buf); err != nil {
-			return nil, err
-		}
-		return string(buf[:n]), nil
-	case '*':
-		n, _ := strconv.Atoi(line[1:])
-		if n < 0 {
-			return nil, nil
-		}
-		l := make([]any, n)
-		for i := range l {
-			if l[i], err = readReply(r); err != nil {
-				return nil, err
-			}
-		}
-		return l, nil
-	}
-	return nil, fmt.Errorf("unexpected reply %q", line)
-}
-
-func ioReadFull(r *bufio.Reader, buf []byte) (int, error) {
-	n := 0
-	for n < len(buf) {
-		m, err := r.Read(buf[n:])
-		n += m
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
 }
