@@ -2,6 +2,8 @@ package kubelet
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"log/slog"
 	"net/netip"
 	"os"
@@ -667,6 +669,14 @@ func TestWriteAtomicSwap(t *testing.T) {
 			default:
 			}
 			b, err := os.ReadFile(filepath.Join(dir, "a"))
+			// The path may resolve ..data to the version the writer then
+			// removes: the kubelet's atomic writer has the same window (it
+			// removes the old version right after the swap), and load widens
+			// it. Reads after the swap find the file; a file really missing
+			// fails every try.
+			for try := 0; errors.Is(err, fs.ErrNotExist) && try < 50; try++ {
+				b, err = os.ReadFile(filepath.Join(dir, "a"))
+			}
 			if err != nil {
 				report("read a: " + err.Error())
 				return
