@@ -143,81 +143,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	began := time.Now()
 	dir := cfg.OutDir
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("results folder: %w", err)
-	}
-	jpath := filepath.Join(dir, "journal.jsonl")
-	if cfg.Resume {
-		if _, err := os.Stat(jpath); err != nil {
-			return nil, fmt.Errorf("%s: %w", dir, ErrNoJournal)
-		}
-	} else if _, err := os.Stat(jpath); err == nil {
-		return nil, fmt.Errorf("results folder %s already holds a campaign: resume it with --resume, or choose another --out", dir)
-	}
-	j, recs, err := OpenJournal(jpath)
+	jpath, j, recs, err := openResults(cfg)
 	if err != nil {
 		return nil, err
 	}
 	defer j.Close()
 
-	var plan *inputgen.Plan
-	var start *StartRecord
-	var ws []WorkerState
-	if cfg.Resume {
-		if start, ws, err = Replay(recs); err != nil {
-			return nil, err
-		}
-		if plan, err = inputgen.ReadPlanFile(filepath.Join(dir, "plan.json")); err != nil {
-			return nil, fmt.Errorf("resume: %w", err)
-		}
-		if !cfg.Shard.IsZero() && cfg.Shard != start.shard() {
-			return nil, fmt.Errorf("resume %s: %w", dir, shardMismatch(cfg.Shard, start.shard()))
-		}
-		cfg.Seed, cfg.Workers, cfg.Shard = start.Seed, start.Workers, start.shard()
-		if cfg.Faults == nil && start.Faults != nil {
-			cfg.Faults = start.Faults.withDefaults()
-		}
-	} else {
-		var cases []*inputgen.TestCase
-		plan, cases, err = SelectCases(ctx, cfg)
-		if cfg.AfterPlan != nil {
-			cfg.AfterPlan()
-		}
-		if err != nil {
-			return nil, err
-		}
-		if cfg.Workers > len(cases) {
-			cfg.Workers = len(cases)
-		}
-		planned := 0
-		for _, tc := range cases {
-			planned += caseCost(tc)
-		}
-		start = &StartRecord{Target: cfg.Target.Source, Seed: cfg.Seed, Workers: cfg.Workers, MaxSteps: cfg.MaxSteps, GoTests: cfg.GoTests,
-			Properties: cfg.Target.Properties, Assignments: Partition(cases, cfg.Workers), Planned: planned, Faults: cfg.Faults,
-			CoreValidated: cfg.Plan.CoreValidator != nil}
-		if !cfg.Shard.IsZero() {
-			sh := cfg.Shard
-			start.Shard = &sh
-		}
-		f, err := os.Create(filepath.Join(dir, "plan.json"))
-		if err != nil {
-			return nil, fmt.Errorf("write plan: %w", err)
-		}
-		err = plan.WriteJSON(f)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return nil, fmt.Errorf("write plan: %w", err)
-		}
-		if err := j.Append(Record{Type: RecStart, Start: start}); err != nil {
-			return nil, err
-		}
-		ws = make([]WorkerState, cfg.Workers)
-		for i := range ws {
-			ws[i].Worker = i
-		}
+	plan, start, ws, err := startOrResume(ctx, &cfg, j, recs)
+	if err != nil {
+		return nil, err
 	}
 
 	r := &runner{cfg: cfg, target: cfg.Target, journal: j, dir: dir, base: plan.Base, lastAppend: new(atomic.Int64), publishesGen: new(atomic.Bool),
@@ -282,12 +216,23 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		// --resume continues from there.
 		r.budget.stop(StopSignal)
 	}
-	// Calibration, differential re-runs.
-	recs, _, err = ReadJournal(jpath)
-	if err != nil {
+	if err := r.finish(ctx, envs, jpath, res, began); err != nil {
 		return nil, err
 	}
-	if !cfg.NoDifferential && r.budget.reason() == "" {
+	prog.final(res)
+	return res, nil
+}
+
+// finish ends a campaign after its workers: the differential re-runs, the
+// simulated containers, collecting and grouping the alarms, minimizing them,
+// and writing result.json, the alarm files, the reports and the end record.
+func (r *runner) finish(ctx context.Context, envs []*env, jpath string, res *Result, began time.Time) error {
+	// Calibration, differential re-runs.
+	recs, _, err := ReadJournal(jpath)
+	if err != nil {
+		return err
+	}
+	if !r.cfg.NoDifferential && r.budget.reason() == "" {
 		dctx, cancel := context.WithTimeout(ctx, r.budget.left(time.Now()))
 		err := r.differential(dctx, envs, recs)
 		cancel()
@@ -297,47 +242,132 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		case err != nil && dctx.Err() != nil:
 			r.budget.stop(StopBudget)
 		case err != nil:
-			return nil, err
+			return err
 		}
 		if recs, _, err = ReadJournal(jpath); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	res.Simulated = simulatedContainers(context.WithoutCancel(ctx), envs, cfg.Logger)
+	res.Simulated = simulatedContainers(context.WithoutCancel(ctx), envs, r.cfg.Logger)
 	res.Masks = r.masks
 	res.Stopped = r.budget.reason()
 	collect(res, recs)
 	group(res)
-	if left := r.budget.left(time.Now()); !cfg.NoMinimize && res.Stopped == "" && left > 0 {
+	if left := r.budget.left(time.Now()); !r.cfg.NoMinimize && res.Stopped == "" && left > 0 {
 		r.cfg.MinimizeBudget = min(r.cfg.MinimizeBudget, left)
 		r.minimizeGroups(ctx, envs[0], res, recs)
 	}
 	res.Finished = time.Now().UTC()
 	bench(res, time.Since(began))
 	if err := r.writeAlarms(res); err != nil {
-		return nil, err
+		return err
 	}
-	if err := writeJSON(filepath.Join(dir, "result.json"), res); err != nil {
-		return nil, err
+	if err := writeJSON(filepath.Join(r.dir, "result.json"), res); err != nil {
+		return err
 	}
-	report := cfg.Report
+	report := r.cfg.Report
 	if report == nil {
 		names := make([]string, 0, len(r.oracles))
 		for _, o := range r.oracles {
 			names = append(names, o.Name())
 		}
-		report = func(dir string, res *Result) error { return WriteReports(dir, res, names, cfg.GoTests) }
+		report = func(dir string, res *Result) error { return WriteReports(dir, res, names, r.cfg.GoTests) }
 	}
-	if err := report(dir, res); err != nil {
-		return nil, fmt.Errorf("reports: %w", err)
+	if err := report(r.dir, res); err != nil {
+		return fmt.Errorf("reports: %w", err)
 	}
 	if res.Stopped == "" {
-		if err := j.Append(Record{Type: RecEnd}); err != nil {
-			return nil, err
+		if err := r.journal.Append(Record{Type: RecEnd}); err != nil {
+			return err
 		}
 	}
-	prog.final(res)
-	return res, nil
+	return nil
+}
+
+// openResults creates the results folder and opens its journal: a new one, or
+// with Config.Resume the one a previous run left (whose records it returns).
+func openResults(cfg Config) (jpath string, j *Journal, recs []Record, err error) {
+	dir := cfg.OutDir
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", nil, nil, fmt.Errorf("results folder: %w", err)
+	}
+	jpath = filepath.Join(dir, "journal.jsonl")
+	if cfg.Resume {
+		if _, err := os.Stat(jpath); err != nil {
+			return "", nil, nil, fmt.Errorf("%s: %w", dir, ErrNoJournal)
+		}
+	} else if _, err := os.Stat(jpath); err == nil {
+		return "", nil, nil, fmt.Errorf("results folder %s already holds a campaign: resume it with --resume, or choose another --out", dir)
+	}
+	j, recs, err = OpenJournal(jpath)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	return jpath, j, recs, nil
+}
+
+// startOrResume plans a new campaign (selecting its cases, writing plan.json
+// and the start record) or, with Config.Resume, reads the plan and the workers'
+// states back from the results folder; on resume the seed, workers, shard and
+// faults of cfg become the recorded ones.
+func startOrResume(ctx context.Context, cfg *Config, j *Journal, recs []Record) (plan *inputgen.Plan, start *StartRecord, ws []WorkerState, err error) {
+	if cfg.Resume {
+		if start, ws, err = Replay(recs); err != nil {
+			return nil, nil, nil, err
+		}
+		if plan, err = inputgen.ReadPlanFile(filepath.Join(cfg.OutDir, "plan.json")); err != nil {
+			return nil, nil, nil, fmt.Errorf("resume: %w", err)
+		}
+		if !cfg.Shard.IsZero() && cfg.Shard != start.shard() {
+			return nil, nil, nil, fmt.Errorf("resume %s: %w", cfg.OutDir, shardMismatch(cfg.Shard, start.shard()))
+		}
+		cfg.Seed, cfg.Workers, cfg.Shard = start.Seed, start.Workers, start.shard()
+		if cfg.Faults == nil && start.Faults != nil {
+			cfg.Faults = start.Faults.withDefaults()
+		}
+	} else {
+		var cases []*inputgen.TestCase
+		plan, cases, err = SelectCases(ctx, *cfg)
+		if cfg.AfterPlan != nil {
+			cfg.AfterPlan()
+		}
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if cfg.Workers > len(cases) {
+			cfg.Workers = len(cases)
+		}
+		planned := 0
+		for _, tc := range cases {
+			planned += caseCost(tc)
+		}
+		start = &StartRecord{Target: cfg.Target.Source, Seed: cfg.Seed, Workers: cfg.Workers, MaxSteps: cfg.MaxSteps, GoTests: cfg.GoTests,
+			Properties: cfg.Target.Properties, Assignments: Partition(cases, cfg.Workers), Planned: planned, Faults: cfg.Faults,
+			CoreValidated: cfg.Plan.CoreValidator != nil}
+		if !cfg.Shard.IsZero() {
+			sh := cfg.Shard
+			start.Shard = &sh
+		}
+		f, err := os.Create(filepath.Join(cfg.OutDir, "plan.json"))
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("write plan: %w", err)
+		}
+		err = plan.WriteJSON(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("write plan: %w", err)
+		}
+		if err := j.Append(Record{Type: RecStart, Start: start}); err != nil {
+			return nil, nil, nil, err
+		}
+		ws = make([]WorkerState, cfg.Workers)
+		for i := range ws {
+			ws[i].Worker = i
+		}
+	}
+	return plan, start, ws, nil
 }
 
 // OracleConfig is the target's oracle configuration with its operator selector
@@ -567,30 +597,11 @@ func (r *runner) runWorker(ctx context.Context, e *env, w int, plan *inputgen.Pl
 		// Error-state recovery: roll back to D(i-1) and require S(i-1); the test case's remaining
 		// states are skipped.
 		skip := Cursor{Case: cur.Case + 1}
-		rb, rsnap, err := sess.run(ctx, stepInput{worker: w, index: index, kind: model.StepRollback, testCase: tc.ID, misop: in.misop, cause: in.cause,
-			changed: changedPaths(d, prevD), desired: prevD, prevDesired: d, prev: snap, reference: prevS,
-			recreate: tc.Recreate, caseBase: caseBase, cursor: skip, prevID: rec.ID()})
+		rb, rsnap, after, err := r.rollBack(ctx, sess, in, rec, snap, skip, prog)
 		if err != nil {
 			return err
 		}
-		index++
-		if rb.Alarm() {
-			prog.alarms.Add(1)
-		}
-		if !jsonEqual(rb.Current, prevD) && !tc.Recreate {
-			// The API server refused to go back (a CEL transition rule, an immutable field):
-			// roll back by deleting and re-creating the CR with D(i-1).
-			rb, rsnap, err = sess.run(ctx, stepInput{worker: w, index: index, kind: model.StepRollback, testCase: tc.ID, misop: in.misop, cause: in.cause,
-				changed: changedPaths(d, prevD), desired: prevD, prevDesired: d, prev: rsnap, reference: prevS,
-				recreate: true, caseBase: caseBase, cursor: skip, prevID: rb.ID()})
-			if err != nil {
-				return err
-			}
-			index++
-			if rb.Alarm() {
-				prog.alarms.Add(1)
-			}
-		}
+		index = after
 		prevS, prevID = rsnap, rb.ID()
 		cur = skip
 	}
@@ -608,6 +619,41 @@ func (r *runner) runWorker(ctx context.Context, e *env, w int, plan *inputgen.Pl
 		}
 	}
 	return r.journal.Append(Record{Type: RecWorkerDone, Worker: w})
+}
+
+// rollBack recovers from an error state: after step in (which declared
+// in.desired and ended in rec, snap) it declares in.prevDesired again and
+// requires the system to reach in.prev. When the API server refuses to go back
+// (a CEL transition rule, an immutable field) it deletes and re-creates the CR
+// with in.prevDesired. It returns the last rollback step's record and snapshot,
+// and the index of the step after it.
+func (r *runner) rollBack(ctx context.Context, sess *session, in stepInput, rec *StepRecord, snap *model.Snapshot, skip Cursor, prog *progress) (*StepRecord, *model.Snapshot, int, error) {
+	d, prevD := in.desired, in.prevDesired
+	index := in.index + 1
+	rb, rsnap, err := sess.run(ctx, stepInput{worker: in.worker, index: index, kind: model.StepRollback, testCase: in.testCase, misop: in.misop, cause: in.cause,
+		changed: changedPaths(d, prevD), desired: prevD, prevDesired: d, prev: snap, reference: in.prev,
+		recreate: in.recreate, caseBase: in.caseBase, cursor: skip, prevID: rec.ID()})
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	index++
+	if rb.Alarm() {
+		prog.alarms.Add(1)
+	}
+	if !jsonEqual(rb.Current, prevD) && !in.recreate {
+		// The API server refused to go back: delete and re-create the CR.
+		rb, rsnap, err = sess.run(ctx, stepInput{worker: in.worker, index: index, kind: model.StepRollback, testCase: in.testCase, misop: in.misop, cause: in.cause,
+			changed: changedPaths(d, prevD), desired: prevD, prevDesired: d, prev: rsnap, reference: in.prev,
+			recreate: true, caseBase: in.caseBase, cursor: skip, prevID: rb.ID()})
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		index++
+		if rb.Alarm() {
+			prog.alarms.Add(1)
+		}
+	}
+	return rb, rsnap, index, nil
 }
 
 // faultDue draws the fault due after the applied-th converged desired state (rec,
