@@ -5,38 +5,29 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
+	"sigs.k8s.io/kustomize/api/konfig"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gauntlet-dev/gauntlet/inputgen"
 )
 
-// ErrKustomizeUnsupported is returned for kustomization features the built-in
-// renderer does not implement: render the directory with `kustomize build` into
-// a file and name that file instead.
-var ErrKustomizeUnsupported = errors.New("kustomization uses a feature the built-in renderer does not support (resources, namespace and images are supported): render it with `kustomize build DIR > FILE` and deploy FILE")
-
-// kustomization is the subset of kustomize.config.k8s.io/v1beta1 Kustomization
-// the renderer implements; other fields are rejected by strict decoding.
-type kustomization struct {
-	APIVersion string   `json:"apiVersion,omitempty"`
-	Kind       string   `json:"kind,omitempty"`
-	Resources  []string `json:"resources,omitempty"`
-	Bases      []string `json:"bases,omitempty"`
-	Namespace  string   `json:"namespace,omitempty"`
-	Images     []struct {
-		Name    string `json:"name"`
-		NewName string `json:"newName,omitempty"`
-		NewTag  string `json:"newTag,omitempty"`
-		Digest  string `json:"digest,omitempty"`
-	} `json:"images,omitempty"`
-}
+// ErrKustomizeUnsupported is returned for a kustomization that names a remote
+// resource (Gauntlet renders offline): render it with `kustomize build` into a
+// file and name that file instead.
+var ErrKustomizeUnsupported = errors.New("kustomization names a remote resource, which the built-in renderer does not fetch: render it with `kustomize build DIR > FILE` and deploy FILE")
 
 // Render returns the objects a deploy step applies, in file order: a file, every
-// YAML/JSON file of a directory (sorted), or a kustomization directory (resources,
-// namespace and images). Namespaced objects without a namespace get step.Namespace
-// when set (the campaign decides which kinds are namespaced).
+// YAML/JSON file of a directory (sorted), or a kustomization directory built by
+// kustomize itself (sigs.k8s.io/kustomize/api/krusty, in resource order, files
+// outside the kustomization's folder allowed, no plugins, no remote resources).
+// Namespaced objects without a namespace get step.Namespace when set (the
+// campaign decides which kinds are namespaced).
 func Render(step DeployStep) ([]map[string]any, error) {
 	objs, err := renderPath(step.Manifests, 0)
 	if err != nil {
@@ -63,11 +54,8 @@ func renderPath(p string, depth int) ([]map[string]any, error) {
 		}
 		return objs, nil
 	}
-	for _, name := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
-		kf := filepath.Join(p, name)
-		if data, err := os.ReadFile(kf); err == nil {
-			return renderKustomization(p, kf, data, depth)
-		}
+	if kf := kustomizationFile(p); kf != "" {
+		return renderKustomization(p, kf)
 	}
 	files, err := yamlFiles(p)
 	if err != nil {
@@ -84,101 +72,64 @@ func renderPath(p string, depth int) ([]map[string]any, error) {
 	return out, nil
 }
 
-func renderKustomization(dir, file string, data []byte, depth int) ([]map[string]any, error) {
-	var k kustomization
-	if err := yaml.UnmarshalStrict(data, &k); err != nil {
-		return nil, fmt.Errorf("%s: %w: %w", file, err, ErrKustomizeUnsupported)
+// kustomizationFile is the kustomization file of directory dir, or "".
+func kustomizationFile(dir string) string {
+	for _, name := range konfig.RecognizedKustomizationFileNames() {
+		kf := filepath.Join(dir, name)
+		if st, err := os.Stat(kf); err == nil && !st.IsDir() {
+			return kf
+		}
+	}
+	return ""
+}
+
+// renderKustomization builds the kustomization in dir with kustomize.
+func renderKustomization(dir, file string) ([]map[string]any, error) {
+	if err := refuseRemote(dir, file, 0); err != nil {
+		return nil, err
+	}
+	opts := krusty.MakeDefaultOptions()
+	opts.LoadRestrictions = types.LoadRestrictionsNone
+	m, err := krusty.MakeKustomizer(opts).Run(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		return nil, fmt.Errorf("kustomize build %s: %w", dir, err)
 	}
 	var out []map[string]any
-	for _, r := range append(append([]string(nil), k.Bases...), k.Resources...) {
-		if strings.Contains(r, "://") || strings.HasPrefix(r, "github.com/") {
-			return nil, fmt.Errorf("%s: remote resource %q: %w", file, r, ErrKustomizeUnsupported)
-		}
-		objs, err := renderPath(filepath.Join(dir, r), depth+1)
+	for _, r := range m.Resources() {
+		obj, err := r.Map()
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("kustomize build %s: %s: %w", dir, r.CurId(), err)
 		}
-		out = append(out, objs...)
-	}
-	for _, o := range out {
-		if k.Namespace != "" {
-			md, _ := o["metadata"].(map[string]any)
-			if md == nil {
-				md = map[string]any{}
-				o["metadata"] = md
-			}
-			if kind, _ := o["kind"].(string); kind == "Namespace" || kind == "CustomResourceDefinition" || strings.HasPrefix(kind, "Cluster") {
-				// cluster-scoped kinds keep their identity (kustomize does the same for these)
-			} else {
-				md["namespace"] = k.Namespace
-			}
-		}
-		for _, img := range k.Images {
-			rewriteImages(o, img.Name, img.NewName, img.NewTag, img.Digest)
-		}
+		out = append(out, obj)
 	}
 	return out, nil
 }
 
-// rewriteImages rewrites every container image named name (with any tag) in a
-// workload's pod template (or a Pod).
-func rewriteImages(obj map[string]any, name, newName, newTag, digest string) {
-	var visit func(v any)
-	visit = func(v any) {
-		switch x := v.(type) {
-		case map[string]any:
-			for k, c := range x {
-				if (k == "containers" || k == "initContainers") && isList(c) {
-					for _, ct := range c.([]any) {
-						cm, ok := ct.(map[string]any)
-						if !ok {
-							continue
-						}
-						img, _ := cm["image"].(string)
-						if img == "" {
-							continue
-						}
-						repo, tag := splitImage(img)
-						if repo != name {
-							continue
-						}
-						if newName != "" {
-							repo = newName
-						}
-						switch {
-						case digest != "":
-							cm["image"] = repo + "@" + digest
-						case newTag != "":
-							cm["image"] = repo + ":" + newTag
-						case tag != "":
-							cm["image"] = repo + tag
-						default:
-							cm["image"] = repo
-						}
-					}
-					continue
-				}
-				visit(c)
-			}
-		case []any:
-			for _, c := range x {
-				visit(c)
+// refuseRemote walks the kustomization in dir (file) and those its resources,
+// bases and components name, and refuses a remote one: kustomize would try to
+// clone it.
+func refuseRemote(dir, file string, depth int) error {
+	if depth > 20 {
+		return fmt.Errorf("kustomization resources nest deeper than 20 levels at %s (a cycle?)", dir)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	var k types.Kustomization
+	if err := yaml.Unmarshal(data, &k); err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	for _, r := range slices.Concat(k.Bases, k.Resources, k.Components) {
+		if strings.Contains(r, "://") || strings.HasPrefix(r, "github.com/") || strings.HasPrefix(r, "git@") {
+			return fmt.Errorf("%s: remote resource %q: %w", file, r, ErrKustomizeUnsupported)
+		}
+		sub := filepath.Join(dir, r)
+		if kf := kustomizationFile(sub); kf != "" {
+			if err := refuseRemote(sub, kf, depth+1); err != nil {
+				return err
 			}
 		}
 	}
-	visit(obj)
-}
-
-func isList(v any) bool { _, ok := v.([]any); return ok }
-
-// splitImage splits "repo[:tag|@digest]" into repo and the suffix (":tag" or "@digest").
-func splitImage(img string) (string, string) {
-	if i := strings.Index(img, "@"); i >= 0 {
-		return img[:i], img[i:]
-	}
-	slash := strings.LastIndex(img, "/")
-	if i := strings.LastIndex(img, ":"); i > slash {
-		return img[:i], img[i:]
-	}
-	return img, ""
+	return nil
 }

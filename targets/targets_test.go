@@ -317,10 +317,17 @@ func TestRender(t *testing.T) {
 			name: "single file", manifests: "file/deploy/operator.yaml",
 			want: []obj{{"Deployment", "widget-operator", "widget-system"}},
 		},
-		{name: "unsupported field", manifests: "kustomize/patches", wantErr: ErrKustomizeUnsupported,
-			wantMsg: []string{"patches", "kustomization.yaml", "kustomize build"}},
+		{
+			// Rendered by kustomize itself: any feature, here a strategic-merge patch over a base.
+			name: "patches over a base", manifests: "kustomize/patches",
+			want: []obj{{"CustomResourceDefinition", "widgets.example.dev", ""}, {"ServiceAccount", "widget-operator", ""},
+				{"ClusterRole", "widget-operator", ""}, {"Deployment", "widget-operator", ""}},
+			// (the strategic merge puts the patched container first, as `kustomize build` does)
+			wantImages: []string{"busybox:1.36", "registry.local:5000/kube-rbac-proxy:v0.16", "example/widget-operator:v2"},
+		},
 		{name: "remote resource", manifests: "kustomize/remote", wantErr: ErrKustomizeUnsupported,
-			wantMsg: []string{"remote resource", "https://github.com/example/widget-operator"}},
+			wantMsg: []string{"remote resource", "https://github.com/example/widget-operator", "kustomize build"}},
+		{name: "broken patch", manifests: "kustomize/badpatch", wantMsg: []string{"kustomize build", "badpatch", "nope.yaml"}},
 		{name: "missing path", manifests: "kustomize/nope", wantErr: os.ErrNotExist, wantMsg: []string{"nope"}},
 	}
 	for _, tt := range tests {
@@ -361,21 +368,6 @@ func TestRender(t *testing.T) {
 				t.Errorf("images = %v, want %v", images, tt.wantImages)
 			}
 		})
-	}
-}
-
-func TestSplitImage(t *testing.T) {
-	tests := []struct{ in, repo, suffix string }{
-		{"busybox", "busybox", ""},
-		{"busybox:1.36", "busybox", ":1.36"},
-		{"registry.local:5000/proxy", "registry.local:5000/proxy", ""},
-		{"registry.local:5000/proxy:v1", "registry.local:5000/proxy", ":v1"},
-		{"example/op@sha256:abc", "example/op", "@sha256:abc"},
-	}
-	for _, tt := range tests {
-		if r, s := splitImage(tt.in); r != tt.repo || s != tt.suffix {
-			t.Errorf("splitImage(%q) = %q, %q; want %q, %q", tt.in, r, s, tt.repo, tt.suffix)
-		}
 	}
 }
 
