@@ -248,9 +248,11 @@ func (r *coreRefused) String() string {
 }
 
 // coreRefusal returns the API server's refusal of a core-typed value that states introduce
-// relative to base, or nil when it accepts them all. A cause the base's own value at that place
-// also has is not the states' doing (an operator completing what the seed leaves out) and is
-// ignored. The checks run concurrently; the first refusal in state order is reported.
+// relative to base, or nil when it accepts them all. What the operator completes is not held
+// against the states (judgeCore): a cause the base's own value at that place also has, and a
+// required value the CRD's schema gives the user no field for. The checks run concurrently; the
+// first refusal in state order is reported. Generation and the benchmark's measurement both judge
+// through it.
 func coreRefusal(ctx context.Context, cache *coreCache, s *crd.Schema, base map[string]any, states []map[string]any) (*coreRefused, error) {
 	checks := coreChecks(s, base, states)
 	if len(checks) == 0 {
@@ -263,7 +265,7 @@ func coreRefusal(ctx context.Context, cache *coreCache, s *crd.Schema, base map[
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			causes[i], errs[i] = judgeCore(ctx, cache, c)
+			causes[i], errs[i] = judgeCore(ctx, cache, s, c)
 		}()
 	}
 	wg.Wait()
@@ -283,9 +285,10 @@ func (g *Generator) coreRefusal(ctx context.Context, base map[string]any, states
 	return coreRefusal(ctx, g.core, g.schema, base, states)
 }
 
-// judgeCore returns the causes the server gives for c's value and not for its base value, with
-// field paths rewritten to the CRD's, sorted.
-func judgeCore(ctx context.Context, cache *coreCache, c coreCheck) ([]string, error) {
+// judgeCore returns the causes the server gives for c's value that the test case answers for, with
+// field paths rewritten to the CRD's, sorted: not those its base value has too, nor those naming a
+// required value the operator must complete (operatorCompletes).
+func judgeCore(ctx context.Context, cache *coreCache, s *crd.Schema, c coreCheck) ([]string, error) {
 	reason, err := cache.validate(ctx, c.obj.obj)
 	if err != nil || reason == "" {
 		return nil, err
@@ -308,11 +311,83 @@ func judgeCore(ctx context.Context, cache *coreCache, c coreCheck) ([]string, er
 		}
 		causes = fresh
 	}
-	for i, cause := range causes {
-		causes[i] = rebase(cause, c.obj.at, pathOf(c.cv.toks))
+	at := pathOf(c.cv.toks)
+	held := causes[:0:0]
+	for _, cause := range causes {
+		cause = rebase(cause, c.obj.at, at)
+		if !operatorCompletes(s, at, cause) {
+			held = append(held, cause)
+		}
 	}
-	sort.Strings(causes)
-	return causes, nil
+	sort.Strings(held)
+	return held, nil
+}
+
+// operatorCompletes reports whether cause (its field a CRD path) asks for a value the user
+// cannot give in the custom resource, so the operator must complete it when it renders the
+// value at (a CRD path): a "Required value" naming, under at, a field the CRD's schema does not
+// declare (nor lets through as an unknown field), or an object Kubernetes requires one member of
+// a group of (a probe's or hook's handler, a volume's source) whose schema declares no member —
+// a CRD probe type that carries only timings, its operator bringing the check. Like a cause the
+// seed's own value has, it is not the test case's doing.
+func operatorCompletes(s *crd.Schema, at, cause string) bool {
+	field, msg, ok := strings.Cut(cause, ": ")
+	if !ok || !strings.HasPrefix(msg, "Required value") {
+		return false
+	}
+	if field != at && !strings.HasPrefix(field, at+".") && !strings.HasPrefix(field, at+"[") {
+		return false
+	}
+	toks, ok := fieldPathTokens(field)
+	if !ok {
+		return false
+	}
+	p, _, open := causeProperty(s.Root, toks)
+	switch {
+	case open:
+		return false
+	case p == nil:
+		return true
+	}
+	if p.PreserveUnknownFields || p.AnyValues {
+		return false
+	}
+	g := oneOfGroup(p)
+	if g == nil || g.fallback == "" {
+		return false
+	}
+	for _, m := range g.members {
+		if p.Field(m) != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// causeProperty returns the CRD property a cause's field path names (nil when the schema does not
+// declare it) and its tokens; open reports a path that leaves the schema through an object that
+// keeps unknown fields (the user can set anything there). A claim's "resources[storage]" is its
+// requests' entry.
+func causeProperty(root *crd.Property, toks []jsonv.Token) (p *crd.Property, at []jsonv.Token, open bool) {
+	walk := func(toks []jsonv.Token) (*crd.Property, bool) {
+		node := root
+		for _, t := range toks {
+			next := stepInto(node, t)
+			if next == nil {
+				return nil, node.PreserveUnknownFields || node.AnyValues
+			}
+			node = next
+		}
+		return node, false
+	}
+	p, open = walk(toks)
+	if n := len(toks); p == nil && !open && n >= 2 && toks[n-2] == "resources" {
+		alt := append(append([]jsonv.Token{}, toks[:n-1]...), "requests", toks[n-1])
+		if q, qOpen := walk(alt); q != nil || qOpen {
+			return q, alt, qOpen
+		}
+	}
+	return p, toks, open
 }
 
 // rebase rewrites the field paths in a cause that start with the wrapper's at (the value's place

@@ -400,3 +400,110 @@ func mustGenerator(t *testing.T, s *crd.Schema, seed map[string]any, opts Option
 	}
 	return g
 }
+
+// probeServer stands in for the API server's rule on probes: a container's probe needs exactly one
+// handler ("must specify a handler type", at the probe), and a container an image.
+type probeServer struct{}
+
+func (probeServer) Validate(_ context.Context, obj map[string]any) (string, error) {
+	var causes []string
+	for _, list := range []string{"initContainers", "containers"} {
+		cs, _ := jsonv.Get(obj, "/spec/"+list)
+		l, _ := cs.([]any)
+		for i, e := range l {
+			c, _ := e.(map[string]any)
+			if img, _ := c["image"].(string); img == "" {
+				causes = append(causes, fmt.Sprintf("spec.%s[%d].image: Required value", list, i))
+			}
+			for _, kind := range []string{"livenessProbe", "readinessProbe", "startupProbe"} {
+				p, set := c[kind].(map[string]any)
+				if set && !hasAny(p, probeHandlers) {
+					causes = append(causes, fmt.Sprintf("spec.%s[%d].%s: Required value: must specify a handler type", list, i, kind))
+				}
+			}
+		}
+	}
+	sort.Strings(causes)
+	return strings.Join(causes, "; "), nil
+}
+
+// TestCoreOperatorCompletes checks that a required value the CRD's schema gives the user no field
+// for is the operator's to complete, in generation's judgement and in the measurement alike
+// (both judge through coreRefusal): a sidecar whose probe type carries only timings (the operator
+// brings the handler, as Strimzi's tlsSidecar and ZooKeeper's probes do) is not refused for
+// lacking a handler, while a probe whose schema declares a handler still is.
+func TestCoreOperatorCompletes(t *testing.T) {
+	s, seed, _ := loadCase(t, "probes")
+	ctx := context.Background()
+	annotate(s)
+	for path, want := range map[string]string{"spec.sidecar": coreV1 + "Container", "spec.exporter": coreV1 + "Container"} {
+		if p := s.Lookup(path); p == nil || !isCoreRoot(p) || p.Semantic.Type != want {
+			t.Fatalf("%s is not a core root of type %s", path, want)
+		}
+	}
+	for _, path := range []string{"spec.sidecar.livenessProbe", "spec.exporter.readinessProbe"} {
+		if p := s.Lookup(path); p == nil || p.Semantic == nil || p.Semantic.Root != p.Parent.Path.String() || oneOfGroup(p) == nil {
+			t.Fatalf("%s is not a probe of its container", path)
+		}
+	}
+
+	for _, tc := range []struct {
+		at, cause string
+		want      bool
+	}{
+		{"spec.sidecar", "spec.sidecar.livenessProbe: Required value: must specify a handler type", true},
+		{"spec.exporter", "spec.exporter.readinessProbe: Required value: must specify a handler type", false},
+		{"spec.sidecar", "spec.sidecar.name: Required value", true},
+		{"spec.exporter", "spec.exporter.name: Required value", false},
+		{"spec.sidecar", "spec.sidecar.livenessProbe.periodSeconds: Invalid value: 0: must be greater than 0", false},
+		{"spec.sidecar", "spec.exporter.ports: Required value", false},
+		{"spec.sidecar", "metadata.name: Required value", false},
+		{"spec.sidecar", "spec.sidecarX.name: Required value", false},
+	} {
+		if got := operatorCompletes(s, tc.at, tc.cause); got != tc.want {
+			t.Errorf("operatorCompletes(%q, %q) = %v, want %v", tc.at, tc.cause, got, tc.want)
+		}
+	}
+
+	judge := newCoreCache(probeServer{})
+	with := func(ptr string, v any) map[string]any {
+		st := jsonv.CopyMap(seed)
+		if err := jsonv.Set(st, ptr, v); err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	timing := map[string]any{"periodSeconds": int64(5)}
+	if r, err := coreRefusal(ctx, judge, s, seed, []map[string]any{with("/spec/sidecar/livenessProbe", timing)}); err != nil || r != nil {
+		t.Errorf("a timing-only probe of the sidecar: refused %v, %v; want accepted (the operator brings the handler)", r, err)
+	}
+	r, err := coreRefusal(ctx, judge, s, seed, []map[string]any{with("/spec/exporter/readinessProbe", timing)})
+	if err != nil || r == nil || !strings.Contains(r.String(), "spec.exporter.readinessProbe: Required value: must specify a handler type") {
+		t.Errorf("a probe without handler whose schema declares exec: %v, %v; want refused for the handler", r, err)
+	}
+
+	// Generation keeps the sidecar's probe cases valid; the measurement accepts them.
+	plan, err := mustGenerator(t, s, seed, Options{Seed: 1, CoreValidator: probeServer{}}).Plan(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	probes := 0
+	for _, tc := range plan.TestCases {
+		if !strings.HasPrefix(tc.ID, "spec.sidecar.livenessProbe") && !strings.HasPrefix(tc.ID, "spec.sidecar.readinessProbe") {
+			continue
+		}
+		if strings.Contains(tc.Description, "handler type") {
+			t.Errorf("%s [%s]: %s", tc.ID, tc.Label, tc.Description)
+		}
+		if tc.Label != Valid {
+			continue
+		}
+		probes++
+		if r, err := coreRefusal(ctx, judge, s, plan.Base, plan.States(tc.ID)); err != nil || r != nil {
+			t.Errorf("%s: refused %v, %v", tc.ID, r, err)
+		}
+	}
+	if probes == 0 {
+		t.Fatal("no valid test case sets the sidecar's probes: the test proves nothing")
+	}
+}

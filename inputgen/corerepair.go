@@ -75,12 +75,7 @@ func (g *Generator) repairCore(p *crd.Property, d *draft, ref *coreRefused, r *r
 		if !ok || len(toks) == 0 {
 			continue
 		}
-		prop := g.propertyAtTokens(toks)
-		if n := len(toks); prop == nil && n >= 2 && toks[n-2] == "resources" {
-			// A claim's "resources[storage]" is its requests' entry.
-			toks = append(append([]jsonv.Token{}, toks[:n-1]...), "requests", toks[n-1])
-			prop = g.propertyAtTokens(toks)
-		}
+		prop, toks, _ := causeProperty(g.schema.Root, toks)
 		if prop == nil {
 			continue
 		}
