@@ -920,7 +920,7 @@ func TestGraceAndImageChange(t *testing.T) {
 	c := clusterOrSkip(t)
 	ns := c.namespace(t)
 	ctx := context.Background()
-	pod := shellPod(ns, "stubborn", `trap 'echo ignoring TERM' TERM; while true; do sleep 0.1; done`)
+	pod := shellPod(ns, "stubborn", `trap 'echo ignoring TERM' TERM; echo trapped; while true; do sleep 0.1; done`)
 	pod.Spec.TerminationGracePeriodSeconds = ptrTo(int64(3))
 	c.createPod(t, pod)
 	waitFor(t, 20*time.Second, "Running", func() (bool, string) {
@@ -937,6 +937,12 @@ func TestGraceAndImageChange(t *testing.T) {
 		p := c.getPod(t, ns, "stubborn")
 		cs := p.Status.ContainerStatuses[0]
 		return cs.RestartCount == 1 && cs.State.Running != nil && cs.Image == "busybox:1.37", podSummary(p)
+	})
+	// Running comes before the shell has set its trap: under load a SIGTERM
+	// sent at once ended it (326 ms). Delete once the new instance ignores TERM.
+	waitFor(t, 20*time.Second, "the new instance's trap", func() (bool, string) {
+		l := c.logs(t, ns, "stubborn", &corev1.PodLogOptions{})
+		return strings.Contains(l, "trapped"), l
 	})
 	// Deletion waits for the grace period, then kills.
 	start := time.Now()
