@@ -255,6 +255,12 @@ func (c *testCluster) start(bins controlplane.Binaries) error {
 		Entrypoint: []string{filepath.Join(c.binDir, "kubelet.test")},
 		Env:        map[string]string{modeEnv: "incluster"},
 	}, {
+		// An image with an account of its own (as the PostgreSQL images' postgres, uid 26).
+		Name:   "test-accounts",
+		Images: []string{"gauntlet.test/accounts:*"},
+		Cmd:    []string{"sh"},
+		Users:  []images.User{{Name: "pgtest", UID: 26, GID: 26, Home: "/var/lib/pgtest", Shell: "/bin/sh"}},
+	}, {
 		Name:   "test-http",
 		Images: []string{"gauntlet.test/http:*"},
 		// Under /tmp on purpose: such programs are bound into the container.
@@ -1052,6 +1058,41 @@ func TestVolumesUsersAndClaims(t *testing.T) {
 	}
 }
 
+// TestImageAccounts: a container of an image that defines its own account
+// (images.Rule.Users) finds it by uid and gid, in place of the host's entries of
+// the same ids (gid 26 is Debian's tape), with its home as HOME; containers of
+// other images keep the host's files. initdb and postgres refuse to run as a uid
+// without a name ("could not look up effective user ID 26").
+func TestImageAccounts(t *testing.T) {
+	c := clusterOrSkip(t)
+	ns := c.namespace(t)
+	ctx := context.Background()
+	pod := shellPod(ns, "accounts", "sleep 1000")
+	pod.Spec.Containers[0].Image = "gauntlet.test/accounts:1"
+	pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "plain", Image: "busybox:1.36", Command: []string{"sh", "-c", "sleep 1000"}})
+	pod.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptrTo(int64(26)), RunAsGroup: ptrTo(int64(26))}
+	c.createPod(t, pod)
+	waitFor(t, 30*time.Second, "Running", func() (bool, string) {
+		p := c.getPod(t, ns, "accounts")
+		return p.Status.Phase == corev1.PodRunning, podSummary(p)
+	})
+	script := `id -un; id -gn; echo "$HOME"; grep -c '^tape:' /etc/group; grep -c '^root:' /etc/passwd`
+	out, stderr, err := c.exec(ctx, ns, "accounts", "main", "sh", "-c", script)
+	if err != nil {
+		t.Fatalf("exec: %v %s", err, stderr)
+	}
+	if want := "pgtest\npgtest\n/var/lib/pgtest\n0\n1\n"; out != want {
+		t.Errorf("inside the image's container:\n%s\nwant:\n%s\nstderr: %s", out, want, stderr)
+	}
+	out, _, err = c.exec(ctx, ns, "accounts", "plain", "sh", "-c", `id -un 2>/dev/null || echo nameless; echo "$HOME"`)
+	if err != nil {
+		t.Fatalf("exec: %v", err)
+	}
+	if want := "nameless\n/\n"; out != want {
+		t.Errorf("inside another image's container (host accounts):\n%s\nwant:\n%s", out, want)
+	}
+}
+
 func TestValkeyStatefulSet(t *testing.T) {
 	c := clusterOrSkip(t)
 	if _, err := images.Default(images.Options{}).Resolve("valkey/valkey:8.0", nil, nil); err != nil {
@@ -1185,12 +1226,13 @@ func TestSidecarAndHooks(t *testing.T) {
 				Path: hostDir, Type: ptrTo(corev1.HostPathDirectoryOrCreate)}}}},
 			InitContainers: []corev1.Container{{
 				Name: "sidecar", Image: "busybox", RestartPolicy: &always,
-				Command:      []string{"sh", "-c", "trap 'echo sidecar-term >> /out/log; exit 0' TERM; while true; do sleep 0.1; done"},
+				Command:      []string{"sh", "-c", "trap 'echo sidecar-term >> /out/log; exit 0' TERM; touch /out/side-trapped; while true; do sleep 0.1; done"},
 				VolumeMounts: []corev1.VolumeMount{{Name: "out", MountPath: "/out"}},
 			}},
 			Containers: []corev1.Container{{
 				Name: "main", Image: "busybox",
-				Command: []string{"sh", "-c", "sleep 1; echo main-done >> /out/log"},
+				// Ends once the sidecar has set its trap (under load it may not have within the second).
+				Command: []string{"sh", "-c", "sleep 1; while [ ! -e /out/side-trapped ]; do sleep 0.05; done; echo main-done >> /out/log"},
 				Lifecycle: &corev1.Lifecycle{
 					PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c", "echo poststart >> /out/log"}}},
 				},
@@ -1210,7 +1252,7 @@ func TestSidecarAndHooks(t *testing.T) {
 	}
 
 	// preStop runs before SIGTERM on deletion.
-	pod2 := shellPod(ns, "prestop", "trap 'echo term >> /out/log2; exit 0' TERM; while true; do sleep 0.1; done")
+	pod2 := shellPod(ns, "prestop", "trap 'echo term >> /out/log2; exit 0' TERM; echo trapped; while true; do sleep 0.1; done")
 	pod2.Spec.Volumes = pod.Spec.Volumes
 	pod2.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "out", MountPath: "/out"}}
 	pod2.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c", "echo prestop >> /out/log2"}}}}
@@ -1218,6 +1260,11 @@ func TestSidecarAndHooks(t *testing.T) {
 	waitFor(t, 20*time.Second, "prestop pod Running", func() (bool, string) {
 		p := c.getPod(t, ns, "prestop")
 		return p.Status.Phase == corev1.PodRunning, podSummary(p)
+	})
+	// Running comes before the shell has set its trap: delete once it has.
+	waitFor(t, 20*time.Second, "the prestop pod's trap", func() (bool, string) {
+		l := c.logs(t, ns, "prestop", &corev1.PodLogOptions{})
+		return strings.Contains(l, "trapped"), l
 	})
 	if err := c.admin.CoreV1().Pods(ns).Delete(ctx, "prestop", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
