@@ -432,7 +432,7 @@ func ownerName(p *crd.Property) string {
 			continue
 		}
 		if seen {
-			return p.Path[i].Name
+			return p.Path[i].Key
 		}
 		seen = true
 	}

@@ -650,7 +650,7 @@ func (g *Generator) markEdit(set map[string]bool, e jsonv.Edit) {
 		}
 		node = next
 		if len(node.Path) == 1 {
-			switch node.Path[0].Name {
+			switch node.Path[0].Key {
 			case "apiVersion", "kind", "metadata", "status":
 				return
 			}
@@ -793,7 +793,7 @@ func typeName(p *crd.Property) string {
 
 // pointerOf renders the concrete path of a property without list or map segments as a JSON pointer.
 func pointerOf(p crd.Path) (string, bool) {
-	toks, ok := p.JSON().Tokens()
+	toks, ok := p.Tokens()
 	if !ok {
 		return "", false
 	}

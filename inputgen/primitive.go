@@ -169,8 +169,8 @@ func instances(state map[string]any, path crd.Path) []string {
 			switch seg.Kind {
 			case crd.Field:
 				if m, ok := a.v.(map[string]any); ok {
-					if v, ok := m[seg.Name]; ok {
-						next = append(next, at{append(a.toks[:len(a.toks):len(a.toks)], seg.Name), v})
+					if v, ok := m[seg.Key]; ok {
+						next = append(next, at{append(a.toks[:len(a.toks):len(a.toks)], seg.Key), v})
 					}
 				}
 			case crd.Item:

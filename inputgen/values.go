@@ -56,14 +56,14 @@ func (c *caseCtx) ensure(state map[string]any, p *crd.Property) ([]jsonv.Token, 
 			if !ok {
 				return nil, fmt.Errorf("%s: expected an object, found %T", node.Path, cur)
 			}
-			tokens = append(tokens, seg.Name)
+			tokens = append(tokens, seg.Key)
 			if last {
 				return tokens, nil
 			}
-			child, ok := m[seg.Name]
+			child, ok := m[seg.Key]
 			if !ok || child == nil {
 				child = c.minimal(node)
-				m[seg.Name] = child
+				m[seg.Key] = child
 			}
 			cur = child
 		case crd.Item:

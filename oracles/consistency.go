@@ -503,7 +503,7 @@ func (c *Consistency) judge(t *model.Transition, p property, ix *stateIndex, fs 
 			return
 		}
 	}
-	key := p.path.LastKey()
+	key := p.path.Last()
 	if p.set() {
 		if b, isBool := p.des.(bool); isBool {
 			if ix.anyChange || len(ix.reflecting(p, key, true)) > 0 {
@@ -581,7 +581,7 @@ func defaultedOnRemoval(t *model.Transition, p property, still []*node) bool {
 		if !ok {
 			return false
 		}
-		key := p.path.LastKey()
+		key := p.path.Last()
 		if cv, found := textValue(n.val, key); found {
 			// A configuration line in a larger text: compare that line's value.
 			if bv, found := textValue(v, key); !found || bv != cv {
@@ -722,7 +722,7 @@ func (ix *stateIndex) showed(p property, v any, key string) bool {
 }
 
 func (c *Consistency) report(t *model.Transition, p property, ix *stateIndex, fs *findingSet, how, summary string, still []*node) {
-	key := p.path.LastKey()
+	key := p.path.Last()
 	crKey := t.Curr.CR
 	ev := []model.Evidence{{Object: crKey, Path: p.path.String(), Expected: p.des, Actual: nil,
 		Detail: fmt.Sprintf("desired %s; previously %s", renderOpt(p.des, p.hasDes), renderOpt(p.prev, p.hasPrev))}}
@@ -804,7 +804,7 @@ func renderOpt(v any, ok bool) string {
 // judgeMapped checks a property against a declared mapping.
 func (c *Consistency) judgeMapped(t *model.Transition, p property, m compiledMapping, fs *findingSet) {
 	rest := p.path[len(m.prop):]
-	key := p.path.LastKey()
+	key := p.path.Last()
 	type found struct {
 		obj, path string
 		val       any

@@ -250,7 +250,7 @@ func TestPropertyModel(t *testing.T) {
 		t.Errorf("spec rules = %+v", rules)
 	}
 	for _, p := range s.Properties() {
-		if p.Path[0].Name == "status" || p.Path[0].Name == "metadata" {
+		if p.Path[0].Key == "status" || p.Path[0].Key == "metadata" {
 			t.Errorf("%s listed as a changeable property", p.Path)
 		}
 	}
@@ -357,11 +357,11 @@ spec:
 
 func TestPathRoundTrip(t *testing.T) {
 	tests := []Path{
-		{{Kind: Field, Name: "spec"}, {Kind: Field, Name: "tolerations"}, {Kind: Item}, {Kind: Field, Name: "key"}},
-		{{Kind: Field, Name: "spec"}, {Kind: Field, Name: "config"}, {Kind: Value}},
-		{{Kind: Field, Name: "spec"}, {Kind: Field, Name: "net.port"}, {Kind: Field, Name: "x"}},
-		{{Kind: Field, Name: "spec"}, {Kind: Item}, {Kind: Item}},
-		{{Kind: Field, Name: `we"ird [name]`}},
+		{{Kind: Field, Key: "spec"}, {Kind: Field, Key: "tolerations"}, {Kind: Item}, {Kind: Field, Key: "key"}},
+		{{Kind: Field, Key: "spec"}, {Kind: Field, Key: "config"}, {Kind: Value}},
+		{{Kind: Field, Key: "spec"}, {Kind: Field, Key: "net.port"}, {Kind: Field, Key: "x"}},
+		{{Kind: Field, Key: "spec"}, {Kind: Item}, {Kind: Item}},
+		{{Kind: Field, Key: `we"ird [name]`}},
 	}
 	for _, p := range tests {
 		s := p.String()
@@ -382,9 +382,9 @@ func TestPathRoundTrip(t *testing.T) {
 	}
 	// The text form is jsonv's: "*" reads as {*}, a JSON pointer as field names.
 	for in, want := range map[string]Path{
-		"spec.*":           {{Kind: Field, Name: "spec"}, {Kind: Value}},
-		"/spec/a.b":        {{Kind: Field, Name: "spec"}, {Kind: Field, Name: "a.b"}},
-		`spec["*"]["a b"]`: {{Kind: Field, Name: "spec"}, {Kind: Field, Name: "*"}, {Kind: Field, Name: "a b"}},
+		"spec.*":           {{Kind: Field, Key: "spec"}, {Kind: Value}},
+		"/spec/a.b":        {{Kind: Field, Key: "spec"}, {Kind: Field, Key: "a.b"}},
+		`spec["*"]["a b"]`: {{Kind: Field, Key: "spec"}, {Kind: Field, Key: "*"}, {Kind: Field, Key: "a b"}},
 	} {
 		got, err := ParsePath(in)
 		if err != nil || !got.HasPrefix(want) || len(got) != len(want) {

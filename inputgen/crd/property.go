@@ -126,7 +126,7 @@ func (p *Property) Name() string {
 	case Value:
 		return "{*}"
 	}
-	return s.Name
+	return s.Key
 }
 
 // IsMap reports whether the property is an object whose values are described by additionalProperties.

@@ -173,7 +173,7 @@ func NewSchema(c *apiextensionsv1.CustomResourceDefinition, version string) (*Sc
 		}
 		s.byPath[p.Path.String()] = p
 		if len(p.Path) == 1 {
-			switch p.Path[0].Name {
+			switch p.Path[0].Key {
 			case "apiVersion", "kind", "metadata", "status":
 				return false
 			}
@@ -292,11 +292,11 @@ func build(s *structuralschema.Structural, path Path, parent *Property, required
 		p.Fields = append(p.Fields, build(&child, path.Child(n), p, required))
 	}
 	if s.Items != nil {
-		p.Items = build(s.Items, path.Items(), p, false)
+		p.Items = build(s.Items, path.AnyIndex(), p, false)
 	}
 	if ap := s.AdditionalProperties; ap != nil {
 		if ap.Structural != nil {
-			p.Values = build(ap.Structural, path.Values(), p, false)
+			p.Values = build(ap.Structural, path.AnyKey(), p, false)
 		} else if ap.Bool {
 			p.AnyValues = true
 		}

@@ -1,6 +1,7 @@
 package jsonv
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"path"
@@ -236,6 +237,26 @@ func (p Path) Item(i int) Path {
 	return append(out, Segment{Kind: SegIndex, Index: i})
 }
 
+// AnyIndex is p followed by [*] (any list index).
+func (p Path) AnyIndex() Path {
+	out := make(Path, len(p), len(p)+1)
+	copy(out, p)
+	return append(out, Segment{Kind: SegAnyIndex})
+}
+
+// AnyKey is p followed by {*} (any map key).
+func (p Path) AnyKey() Path {
+	out := make(Path, len(p), len(p)+1)
+	copy(out, p)
+	return append(out, Segment{Kind: SegAnyKey})
+}
+
+// HasPrefix reports whether q is a prefix of p (or equal to it), segment by
+// segment: no pattern matching (see Match for that).
+func (p Path) HasPrefix(q Path) bool {
+	return len(q) <= len(p) && slices.Equal(p[:len(q)], q)
+}
+
 // Join is p followed by q.
 func (p Path) Join(q Path) Path {
 	return append(append(make(Path, 0, len(p)+len(q)), p...), q...)
@@ -253,14 +274,32 @@ func (p Path) Generalized() Path {
 	return out
 }
 
-// LastKey is the last map key of the path ("" if none).
-func (p Path) LastKey() string {
+// Last is the last map key of the path ("" if none), skipping indices and
+// patterns after it.
+func (p Path) Last() string {
 	for i := len(p) - 1; i >= 0; i-- {
 		if p[i].Kind == SegKey {
 			return p[i].Key
 		}
 	}
 	return ""
+}
+
+// MarshalJSON encodes the path as its string form.
+func (p Path) MarshalJSON() ([]byte, error) { return json.Marshal(p.String()) }
+
+// UnmarshalJSON decodes a path from its string form (anything ParsePath reads).
+func (p *Path) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("a field path must be a string: %w", err)
+	}
+	q, err := ParsePath(s)
+	if err != nil {
+		return err
+	}
+	*p = q
+	return nil
 }
 
 // Keys lists the map keys of the path, in order.
