@@ -86,11 +86,50 @@ type Rule struct {
 	// applies when the entrypoint runs (the container sets no command) and
 	// starts PrependProgram, or the Cmd's program.
 	RootUser string `json:"rootUser,omitempty"`
+	// Users are the accounts the image's /etc/passwd and /etc/group define
+	// beyond the host's (the official PostgreSQL images' postgres, uid 26):
+	// programs that look their user up (initdb, postgres: "could not look up
+	// effective user ID") find it. Containers of the image see the host's
+	// /etc/passwd and /etc/group with these entries in place of any host entry
+	// of the same name or id, and a container running as one of these uids
+	// without HOME in its environment gets the account's home, as container
+	// runtimes set it from the image's /etc/passwd.
+	Users []User `json:"users,omitempty"`
 	// Install tells how to install the programs when none is found, e.g.
 	// "apt-get install redis-server"; it is part of the error message.
 	Install string `json:"install,omitempty"`
 	// Simulate forces the containers of matching images to be simulated.
 	Simulate bool `json:"simulate,omitempty"`
+}
+
+// User is an account of an image's /etc/passwd, with its primary group.
+type User struct {
+	// Name is the login name, also the primary group's name.
+	Name string `json:"name"`
+	// UID and GID are the user's id and primary group id.
+	UID int64 `json:"uid"`
+	GID int64 `json:"gid"`
+	// Home is the home folder (absolute); empty means "/".
+	Home string `json:"home,omitempty"`
+	// Shell is the login shell; empty means /bin/sh.
+	Shell string `json:"shell,omitempty"`
+}
+
+// validate checks one user entry.
+func (u User) validate() error {
+	if u.Name == "" || strings.ContainsAny(u.Name, ":\n/ ") {
+		return fmt.Errorf("user name %q: want a login name without ':', '/', spaces or newlines, such as \"postgres\"", u.Name)
+	}
+	if u.UID < 0 || u.UID > 1<<32-2 || u.GID < 0 || u.GID > 1<<32-2 {
+		return fmt.Errorf("user %q: uid %d or gid %d out of range", u.Name, u.UID, u.GID)
+	}
+	if u.Home != "" && (!path.IsAbs(u.Home) || strings.ContainsAny(u.Home, ":\n")) {
+		return fmt.Errorf("user %q: home %q must be an absolute path without ':'", u.Name, u.Home)
+	}
+	if strings.ContainsAny(u.Shell, ":\n") {
+		return fmt.Errorf("user %q: shell %q must not hold ':' or a newline", u.Name, u.Shell)
+	}
+	return nil
 }
 
 // label is how the rule is named in messages.
@@ -142,6 +181,16 @@ func (r *Rule) validate(n int) error {
 	}
 	if _, _, err := parseUser(r.RootUser); err != nil {
 		return fmt.Errorf("rule %d (%s): rootUser: %w", n, r.label(), err)
+	}
+	names, uids := map[string]bool{}, map[int64]bool{}
+	for _, u := range r.Users {
+		if err := u.validate(); err != nil {
+			return fmt.Errorf("rule %d (%s): users: %w", n, r.label(), err)
+		}
+		if names[u.Name] || uids[u.UID] {
+			return fmt.Errorf("rule %d (%s): users: %q (uid %d) is listed twice", n, r.label(), u.Name, u.UID)
+		}
+		names[u.Name], uids[u.UID] = true, true
 	}
 	return nil
 }
@@ -253,6 +302,8 @@ type Resolution struct {
 	// Aliases are the programs the image would contain that the host provides
 	// under another name, to be bound at their container paths.
 	Aliases []Alias
+	// Users are the image's own accounts (Rule.Users).
+	Users []User
 }
 
 // Match returns the first rule matching image, or false.
@@ -289,6 +340,7 @@ func (m *Mapping) Resolve(image string, command, args []string) (Resolution, err
 		return res, nil
 	}
 	res.UID, res.GID, _ = parseUser(r.User) // validated by New
+	res.Users = append([]User(nil), r.Users...)
 	for k, v := range r.Env {
 		res.Env = append(res.Env, k+"="+v)
 	}

@@ -276,6 +276,10 @@ func TestParseErrors(t *testing.T) {
 		{"no candidates", "rules:\n- images: [a]\n  programs: {x: []}\n", []string{`program "x" has no candidates`}},
 		{"relative candidate", "rules:\n- images: [a]\n  programs: {x: [bin/x]}\n", []string{"absolute path or a bare name"}},
 		{"duplicate field", "rules:\n- images: [a]\n  images: [b]\n", []string{"my.yaml", "images"}},
+		{"user without name", "rules:\n- images: [a]\n  cmd: [x]\n  users: [{uid: 26, gid: 26}]\n", []string{"users", `user name ""`}},
+		{"user relative home", "rules:\n- images: [a]\n  cmd: [x]\n  users: [{name: pg, uid: 26, gid: 26, home: var/lib}]\n", []string{`home "var/lib"`, "absolute"}},
+		{"user twice", "rules:\n- images: [a]\n  cmd: [x]\n  users: [{name: pg, uid: 26, gid: 26}, {name: pg2, uid: 26, gid: 27}]\n", []string{"listed twice"}},
+		{"user unknown field", "rules:\n- images: [a]\n  cmd: [x]\n  users: [{name: pg, uid: 26, gid: 26, homedir: /x}]\n", []string{`unknown field "homedir"`}},
 		{"second rule numbered", "rules:\n- images: [a]\n  cmd: [x]\n- {}\n", []string{"rule 2 is empty"}},
 	}
 	for _, tt := range tests {

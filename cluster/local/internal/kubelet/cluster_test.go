@@ -1084,7 +1084,7 @@ func TestImageAccounts(t *testing.T) {
 	if want := "pgtest\npgtest\n/var/lib/pgtest\n0\n1\n"; out != want {
 		t.Errorf("inside the image's container:\n%s\nwant:\n%s\nstderr: %s", out, want, stderr)
 	}
-	out, _, err = c.exec(ctx, ns, "accounts", "plain", "sh", "-c", `id -un 2>/dev/null || echo nameless; echo "$HOME"`)
+	out, _, err = c.exec(ctx, ns, "accounts", "plain", "sh", "-c", `getent passwd 26 || echo nameless; echo "$HOME"`)
 	if err != nil {
 		t.Fatalf("exec: %v", err)
 	}

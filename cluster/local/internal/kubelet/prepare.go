@@ -118,7 +118,9 @@ func (w *podWorker) prepare(c *ctrRun) (prepared, error) {
 	}
 	full.Set("HOSTNAME", hostname)
 	if _, ok := full.Get("HOME"); !ok {
-		if uid == nil || *uid == 0 {
+		if home, ok := imageHome(res.Users, uid); ok {
+			full.Set("HOME", home)
+		} else if uid == nil || *uid == 0 {
 			full.Set("HOME", "/root")
 		} else {
 			full.Set("HOME", "/")
@@ -164,6 +166,15 @@ func (w *podWorker) prepare(c *ctrRun) (prepared, error) {
 		}
 		ms = append(ms, container.Mount{Source: src, Target: target})
 	}
+	accounts, err := w.writeAccounts(spec.Name, res.Users)
+	if err != nil {
+		return prepared{}, fmt.Errorf("image %s: %w", spec.Image, err)
+	}
+	for _, m := range accounts {
+		if !targets[m.Target] {
+			ms = append(ms, m)
+		}
+	}
 	for _, a := range res.Aliases {
 		if targets[a.Target] {
 			continue
@@ -195,6 +206,46 @@ func (w *podWorker) prepare(c *ctrRun) (prepared, error) {
 		}
 	}
 	return prepared{res: res, spec: cs, imageID: "gauntlet-local://" + res.Argv[0], env: env}, nil
+}
+
+// imageHome is the home folder of the image's own account for uid (root when
+// uid is nil), as container runtimes take it from the image's /etc/passwd.
+func imageHome(users []images.User, uid *int64) (string, bool) {
+	id := int64(0)
+	if uid != nil {
+		id = *uid
+	}
+	return images.Home(users, id)
+}
+
+// writeAccounts writes, for a container whose image defines accounts of its
+// own (users), the /etc/passwd and /etc/group it sees (the host's, with the
+// image's entries in place of any host entry of the same name or id) into the
+// pod's folder, and returns their read-only mounts; none without users.
+func (w *podWorker) writeAccounts(ctr string, users []images.User) ([]container.Mount, error) {
+	if len(users) == 0 {
+		return nil, nil
+	}
+	dir := filepath.Join(w.dir, "etc", "accounts", ctr)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("image accounts: %w", err)
+	}
+	var ms []container.Mount
+	for _, f := range []struct {
+		name  string
+		merge func([]byte, []images.User) []byte
+	}{{"passwd", images.Passwd}, {"group", images.Group}} {
+		host, err := os.ReadFile("/etc/" + f.name)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("image accounts: %w", err)
+		}
+		p := filepath.Join(dir, f.name)
+		if err := writeFileAtomic(p, f.merge(host, users), 0o644); err != nil {
+			return nil, fmt.Errorf("image accounts: %w", err)
+		}
+		ms = append(ms, container.Mount{Source: p, Target: "/etc/" + f.name, ReadOnly: true})
+	}
+	return ms, nil
 }
 
 // chownWorkingDir does what the valkey and redis images' entrypoint does as
