@@ -58,7 +58,7 @@ func TestSplitBrain(t *testing.T) {
 			},
 			want: expectation{n: 2, contains: []string{
 				"split brain: cache-0 and cache-2 reported the primary role at once",
-				"split brain: cache-0 and cache-2 were labelled valkey.gauntlet.dev/role=primary at once (reading taken 10:03:00.602)",
+				"split brain: cache-0 and cache-2 were labelled valkey.gauntlet.dev/role=primary at once (reading taken 10:03:00.603)",
 			}},
 		},
 		{

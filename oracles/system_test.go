@@ -31,7 +31,7 @@ func TestSystemState(t *testing.T) {
 			name: "config-drift", fixture: "config-drift",
 			want: expectation{n: 2, contains: []string{
 				`effective config maxmemory is "52428800" on cache-2 (1 of 3 members), want "100mb"`,
-				"config key availability-zone (spec.config.availability-zone) is unknown to the server on 3 of 3 members",
+				"config key cluster-databases (spec.config.cluster-databases) is unknown to the server on 3 of 3 members",
 			}},
 		},
 		{
@@ -48,7 +48,7 @@ func TestSystemState(t *testing.T) {
 		},
 		{
 			name: "skipped-keys", fixture: "config-drift",
-			cfg: Config{Skip: []string{`spec.config["availability-zone"]`, "spec.config.maxmemory"}},
+			cfg: Config{Skip: []string{`spec.config["cluster-databases"]`, "spec.config.maxmemory"}},
 		},
 		{
 			// Keys the monitor did not read (nil Config) are not judged.

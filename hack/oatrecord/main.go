@@ -284,9 +284,12 @@ func (c *cluster) start(bin, dir string, i, port int) error {
 	return fmt.Errorf("%s did not start on port %d", bin, port)
 }
 
-// serverCmd runs a server for s with data in dir and the extra arguments.
+// serverCmd runs a server for s with data in dir and the extra arguments,
+// listening on its pod IP; it announces that IP to its
+// primary (a replica's connections come from 127.0.0.1, where a pod's come from
+// its IP), so that FAILOVER TO finds the replica by its address.
 func serverCmd(bin string, s *server, dir string, extra ...string) *exec.Cmd {
-	args := append([]string{"--port", strconv.Itoa(s.port), "--bind", s.ip, "--save", "", "--appendonly", "no", "--dir", dir,
+	args := append([]string{"--port", strconv.Itoa(s.port), "--bind", s.ip, "--replica-announce-ip", s.ip, "--save", "", "--appendonly", "no", "--dir", dir,
 		"--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0"}, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the recorder
