@@ -11,6 +11,8 @@ COREDNS_VERSION := $(shell awk '$$1=="github.com/coredns/coredns"{print $$2} $$1
 COREDNS_DIR := $(CACHE_DIR)/coredns/$(COREDNS_VERSION)
 CERTMANAGER_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/cert-manager/cert-manager"{print $$3}' build/certmanager/go.mod)
 CERTMANAGER_DIR := $(CACHE_DIR)/cert-manager/$(CERTMANAGER_VERSION)
+CNPG_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/cloudnative-pg/cloudnative-pg"{print $$3}' build/cnpg/go.mod)
+CNPG_DIR := $(CACHE_DIR)/cnpg/$(CNPG_VERSION)
 BIN := bin
 TEST_TIMEOUT ?= 60m
 # Packages tested at once. The end-to-end packages mostly wait (quiet windows, convergence), so
@@ -24,7 +26,7 @@ TEST_EVENTS ?= $(CACHE_DIR)/test-events.json
 export GAUNTLET_CACHE_DIR := $(CACHE_DIR)
 export GAUNTLET_OPERATOR_BINARY := $(CURDIR)/$(BIN)/valkey-operator
 
-.PHONY: all deps tools controlplane coredns certmanager build demo test test-unit bench bench-bugs bench-campaign bench-inputgen vet fmt clean
+.PHONY: all deps tools controlplane coredns certmanager cnpg build demo test test-unit bench bench-bugs bench-campaign bench-inputgen vet fmt clean
 
 all: build
 
@@ -52,6 +54,13 @@ coredns:
 ## CRDs (cached; the third-party target targets/examples/cert-manager)
 certmanager:
 	@bash build/certmanager/build.sh "$(CERTMANAGER_DIR)"
+
+## cnpg: build CloudNativePG's manager (operator and instance manager) from its pinned module, with
+## the release's manifest and CRDs (cached), and install PostgreSQL 15 from Debian's packages (the
+## operand of the third-party target targets/examples/cloudnative-pg)
+cnpg:
+	@bash build/cnpg/postgresql.sh
+	@bash build/cnpg/build.sh "$(CNPG_DIR)"
 
 ## build: the gauntlet CLI and the bundled Valkey operator
 build:
