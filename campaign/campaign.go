@@ -463,58 +463,21 @@ func (r *runner) runWorker(ctx context.Context, e *env, w int, plan *inputgen.Pl
 	}
 	defer sess.close(ctx)
 	// S0, or on resume the recorded state, re-reached by replaying D(i).
-	var prevD model.Object
-	var prevS *model.Snapshot
-	var prevID string
-	index := 0
-	cur := Cursor{}
-	// applied counts converged desired states (every FaultOptions.Every-th is followed by a
-	// fault); pending is a persistent fault drawn to hold during the next one.
-	applied := 0
-	var pending *FaultPlan
-	var caseBase model.Object
+	var pos workerPos
 	if st.Last == nil {
-		rec, snap, err := sess.run(ctx, stepInput{worker: w, index: 0, kind: model.StepSeed, desired: plan.Base, cursor: cur})
+		rec, snap, err := sess.run(ctx, stepInput{worker: w, index: 0, kind: model.StepSeed, desired: plan.Base, cursor: Cursor{}})
 		if err != nil {
 			return err
 		}
-		prevD, prevS, prevID = plan.Base, snap, rec.ID()
-		index = 1
+		pos = workerPos{prevD: plan.Base, prevS: snap, prevID: rec.ID(), index: 1}
 		if rec.Alarm() {
 			prog.alarms.Add(1)
 		}
-	} else {
-		last := st.Last
-		prevD, prevID, cur, index, caseBase = last.Current, last.ID(), last.Cursor, last.Index+1, last.CaseBase
-		if _, _, _, err := sess.declare(ctx, plan.Base, false); err != nil && !errors.Is(err, ErrConvergenceTimeout) {
-			return fmt.Errorf("resume worker %d: re-reach S0: %w", w, err)
-		}
-		if !jsonEqual(prevD, plan.Base) {
-			if _, _, _, err := sess.declare(ctx, prevD, false); err != nil && !errors.Is(err, ErrConvergenceTimeout) {
-				return fmt.Errorf("resume worker %d: re-reach %s: %w", w, prevID, err)
-			}
-		}
-		sess.snapshot(ctx) // resets the events/log window
-		if prevS, err = loadSnapshot(filepath.Join(r.dir, last.Snapshot)); err != nil {
-			return fmt.Errorf("resume worker %d: %w", w, err)
-		}
-		r.cfg.Logger.Info("resumed worker", "worker", w, "after", prevID, "case", cur.Case, "state", cur.State)
-		// The fault schedule goes on where it stopped: a fault due after the last converged
-		// desired state (killed before it ran, or drawn to hold during the next one) is drawn
-		// again, as the same seeded choice.
-		applied = st.Applied
-		if convergedApply(last) {
-			var fr *StepRecord
-			var fsnap *model.Snapshot
-			if fr, fsnap, pending, err = r.faultDue(ctx, sess, w, index, applied, last, prevS, prog); err != nil {
-				return err
-			}
-			if fr != nil {
-				index++
-				prevS, prevID = fsnap, fr.ID()
-			}
-		}
+	} else if pos, err = r.resumeWorker(ctx, sess, w, plan, st, prog); err != nil {
+		return err
 	}
+	prevD, prevS, prevID, index, cur := pos.prevD, pos.prevS, pos.prevID, pos.index, pos.cur
+	applied, pending, caseBase := pos.applied, pos.pending, pos.caseBase
 	iterStart, first := time.Now(), true
 	for cur.Case < len(cases) {
 		if now := time.Now(); !first {
@@ -619,6 +582,58 @@ func (r *runner) runWorker(ctx context.Context, e *env, w int, plan *inputgen.Pl
 		}
 	}
 	return r.journal.Append(Record{Type: RecWorkerDone, Worker: w})
+}
+
+// workerPos is where a worker stands between steps: the last converged desired
+// state, its snapshot and step ID, the next step's index and journal cursor,
+// the fault schedule (applied counts converged desired states, every
+// FaultOptions.Every-th is followed by a fault; pending is a persistent fault
+// drawn to hold during the next one) and the current test case's base state.
+type workerPos struct {
+	prevD    model.Object
+	prevS    *model.Snapshot
+	prevID   string
+	index    int
+	cur      Cursor
+	applied  int
+	pending  *FaultPlan
+	caseBase model.Object
+}
+
+// resumeWorker puts a resumed worker back where its journal left it (st.Last):
+// it re-reaches S0 and then the recorded desired state, reads the recorded
+// snapshot back, and goes on with the fault schedule — a fault due after the
+// last converged desired state (killed before it ran, or drawn to hold during
+// the next one) is drawn again, as the same seeded choice.
+func (r *runner) resumeWorker(ctx context.Context, sess *session, w int, plan *inputgen.Plan, st WorkerState, prog *progress) (workerPos, error) {
+	last := st.Last
+	pos := workerPos{prevD: last.Current, prevID: last.ID(), cur: last.Cursor, index: last.Index + 1, caseBase: last.CaseBase, applied: st.Applied}
+	if _, _, _, err := sess.declare(ctx, plan.Base, false); err != nil && !errors.Is(err, ErrConvergenceTimeout) {
+		return pos, fmt.Errorf("resume worker %d: re-reach S0: %w", w, err)
+	}
+	if !jsonEqual(pos.prevD, plan.Base) {
+		if _, _, _, err := sess.declare(ctx, pos.prevD, false); err != nil && !errors.Is(err, ErrConvergenceTimeout) {
+			return pos, fmt.Errorf("resume worker %d: re-reach %s: %w", w, pos.prevID, err)
+		}
+	}
+	sess.snapshot(ctx) // resets the events/log window
+	var err error
+	if pos.prevS, err = loadSnapshot(filepath.Join(r.dir, last.Snapshot)); err != nil {
+		return pos, fmt.Errorf("resume worker %d: %w", w, err)
+	}
+	r.cfg.Logger.Info("resumed worker", "worker", w, "after", pos.prevID, "case", pos.cur.Case, "state", pos.cur.State)
+	if convergedApply(last) {
+		fr, fsnap, pending, err := r.faultDue(ctx, sess, w, pos.index, pos.applied, last, pos.prevS, prog)
+		if err != nil {
+			return pos, err
+		}
+		pos.pending = pending
+		if fr != nil {
+			pos.index++
+			pos.prevS, pos.prevID = fsnap, fr.ID()
+		}
+	}
+	return pos, nil
 }
 
 // rollBack recovers from an error state: after step in (which declared
