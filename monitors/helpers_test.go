@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
+	"github.com/gauntlet-dev/gauntlet/internal/valkeytest"
 	"github.com/gauntlet-dev/gauntlet/model"
-	"github.com/gauntlet-dev/gauntlet/monitors/internal/testserver"
 )
 
 const testNS = "gauntlet-test"
@@ -29,15 +29,15 @@ const (
 
 func needServer(t *testing.T) {
 	t.Helper()
-	if _, ok := testserver.Binary(); !ok {
-		testenv.Unavailable(t, "no valkey-server (or redis-server) binary: `make deps` installs valkey-server")
+	if _, err := valkeytest.Binary(); err != nil {
+		testenv.Unavailable(t, "%v", err)
 	}
 }
 
 // pair is a primary and (optionally) a replica on primaryIP and replicaIP, same port.
 type pair struct {
 	port             int
-	primary, replica *testserver.Server
+	primary, replica *valkeytest.Server
 }
 
 // startPair starts a primary with primaryArgs and, when withReplica, a replica of
@@ -50,13 +50,13 @@ func startPair(t *testing.T, withReplica bool, primaryArgs, commonArgs []string)
 	defer cancel()
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
-		port, err := testserver.FreePort(primaryIP, replicaIP)
+		port, err := valkeytest.FreePort(primaryIP, replicaIP)
 		if err != nil {
 			t.Fatal(err)
 		}
 		p := &pair{port: port}
 		args := append(append([]string{"--repl-diskless-sync-delay", "0"}, commonArgs...), primaryArgs...)
-		p.primary, err = testserver.Start(ctx, testserver.Options{Host: primaryIP, Port: port, Dir: dir, Args: args})
+		p.primary, err = valkeytest.Start(ctx, valkeytest.Options{Host: primaryIP, Port: port, Dir: dir, Args: args})
 		if err != nil {
 			lastErr = err
 			continue
@@ -64,7 +64,7 @@ func startPair(t *testing.T, withReplica bool, primaryArgs, commonArgs []string)
 		t.Cleanup(p.primary.Stop)
 		if withReplica {
 			args := append(append([]string{}, commonArgs...), "--replicaof", primaryIP, strconv.Itoa(port))
-			p.replica, err = testserver.Start(ctx, testserver.Options{Host: replicaIP, Port: port, Dir: dir, Args: args})
+			p.replica, err = valkeytest.Start(ctx, valkeytest.Options{Host: replicaIP, Port: port, Dir: dir, Args: args})
 			if err != nil {
 				p.primary.Stop()
 				lastErr = err

@@ -11,8 +11,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/gauntlet-dev/gauntlet/internal/valkeytest"
 	"github.com/gauntlet-dev/gauntlet/model"
-	"github.com/gauntlet-dev/gauntlet/monitors/internal/testserver"
 )
 
 func TestValkeyMonitorSample(t *testing.T) {
@@ -129,7 +129,7 @@ func TestValkeyMonitorSample(t *testing.T) {
 		// A container restart: a new, empty server on the same address.
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
-		s, err := testserver.Start(ctx, testserver.Options{Host: replicaIP, Port: p.port, Dir: t.TempDir()})
+		s, err := valkeytest.Start(ctx, valkeytest.Options{Host: replicaIP, Port: p.port, Dir: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -227,7 +227,7 @@ func TestValkeyMonitorErrors(t *testing.T) {
 
 func TestValkeyTLS(t *testing.T) {
 	needServer(t)
-	ca, err := testserver.NewPKI()
+	ca, err := valkeytest.NewPKI()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,14 +238,14 @@ func TestValkeyTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	port, err := testserver.FreePort(primaryIP)
+	port, err := valkeytest.FreePort(primaryIP)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	// The plain port (another free one) serves testserver's readiness probe only.
-	s, err := testserver.Start(ctx, testserver.Options{Host: primaryIP, Dir: dir, Args: cert.TLSArgs(port)})
+	s, err := valkeytest.Start(ctx, valkeytest.Options{Host: primaryIP, Dir: dir, Args: cert.TLSArgs(port)})
 	if err != nil {
 		t.Fatal(err)
 	}

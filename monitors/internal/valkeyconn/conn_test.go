@@ -10,25 +10,25 @@ import (
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
+	"github.com/gauntlet-dev/gauntlet/internal/valkeytest"
 	"github.com/gauntlet-dev/gauntlet/model"
-	"github.com/gauntlet-dev/gauntlet/monitors/internal/testserver"
 )
 
 func needServer(t *testing.T) {
 	t.Helper()
-	if _, ok := testserver.Binary(); !ok {
-		testenv.Unavailable(t, "no valkey-server (or redis-server) binary: `make deps` installs valkey-server")
+	if _, err := valkeytest.Binary(); err != nil {
+		testenv.Unavailable(t, "%v", err)
 	}
 }
 
-func start(t *testing.T, opts testserver.Options) *testserver.Server {
+func start(t *testing.T, opts valkeytest.Options) *valkeytest.Server {
 	t.Helper()
 	if opts.Dir == "" {
 		opts.Dir = t.TempDir()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	s, err := testserver.Start(ctx, opts)
+	s, err := valkeytest.Start(ctx, opts)
 	if err != nil {
 		t.Fatalf("start server: %v", err)
 	}
@@ -60,8 +60,8 @@ func waitLinked(t *testing.T, p *Pool, addr string) {
 
 func TestProbeReplication(t *testing.T) {
 	needServer(t)
-	primary := start(t, testserver.Options{Args: []string{"--maxmemory-policy", "allkeys-lru", "--hz", "17", "--repl-diskless-sync-delay", "0"}})
-	replica := start(t, testserver.Options{Args: []string{"--replicaof", primary.Host, strconv.Itoa(primary.Port)}})
+	primary := start(t, valkeytest.Options{Args: []string{"--maxmemory-policy", "allkeys-lru", "--hz", "17", "--repl-diskless-sync-delay", "0"}})
+	replica := start(t, valkeytest.Options{Args: []string{"--replicaof", primary.Host, strconv.Itoa(primary.Port)}})
 	pool := NewPool(Options{})
 	t.Cleanup(pool.Close)
 	waitLinked(t, pool, replica.Addr)
@@ -153,7 +153,7 @@ func TestProbeReplication(t *testing.T) {
 
 func TestAuth(t *testing.T) {
 	needServer(t)
-	s := start(t, testserver.Options{Args: []string{"--requirepass", "s3cret"}})
+	s := start(t, valkeytest.Options{Args: []string{"--requirepass", "s3cret"}})
 	tests := []struct {
 		name     string
 		password string
@@ -197,7 +197,7 @@ func TestAuth(t *testing.T) {
 func TestUnreachable(t *testing.T) {
 	needServer(t)
 	t.Run("stopped server is refused", func(t *testing.T) {
-		s := start(t, testserver.Options{})
+		s := start(t, valkeytest.Options{})
 		s.Stop()
 		pool := NewPool(Options{})
 		defer pool.Close()
@@ -212,7 +212,7 @@ func TestUnreachable(t *testing.T) {
 		}
 	})
 	t.Run("paused server times out, cached client too", func(t *testing.T) {
-		s := start(t, testserver.Options{})
+		s := start(t, valkeytest.Options{})
 		pool := NewPool(Options{DialTimeout: 500 * time.Millisecond, IOTimeout: 500 * time.Millisecond})
 		defer pool.Close()
 		c, err := pool.Get(s.Addr, Security{})
@@ -271,8 +271,8 @@ func TestUnreachable(t *testing.T) {
 
 func TestPoolCredentialsAndRetain(t *testing.T) {
 	needServer(t)
-	a := start(t, testserver.Options{})
-	b := start(t, testserver.Options{})
+	a := start(t, valkeytest.Options{})
+	b := start(t, valkeytest.Options{})
 	pool := NewPool(Options{})
 	defer pool.Close()
 	c1, err := pool.Get(a.Addr, Security{})
@@ -311,27 +311,27 @@ func TestPoolCredentialsAndRetain(t *testing.T) {
 func TestTLS(t *testing.T) {
 	needServer(t)
 	dir := t.TempDir()
-	ca, err := testserver.NewPKI()
+	ca, err := valkeytest.NewPKI()
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := testserver.NewPKI()
+	other, err := valkeytest.NewPKI()
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	// tlsServer serves TLS on a port of its own; the server keeps a plain port
 	// too, for testserver's readiness probe.
-	tlsServer := func(t *testing.T, ips, dns []string) (string, *testserver.Cert) {
+	tlsServer := func(t *testing.T, ips, dns []string) (string, *valkeytest.Cert) {
 		cert, err := ca.Issue(dir, ips, dns)
 		if err != nil {
 			t.Fatal(err)
 		}
-		port, err := testserver.FreePort("127.0.0.1")
+		port, err := valkeytest.FreePort("127.0.0.1")
 		if err != nil {
 			t.Fatal(err)
 		}
-		start(t, testserver.Options{Dir: dir, Args: cert.TLSArgs(port)})
+		start(t, valkeytest.Options{Dir: dir, Args: cert.TLSArgs(port)})
 		return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), cert
 	}
 	byIP, cert := tlsServer(t, []string{"127.0.0.1"}, nil)

@@ -9,23 +9,23 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
+	"github.com/gauntlet-dev/gauntlet/internal/valkeytest"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/valkey"
-	"github.com/gauntlet-dev/gauntlet/operator/internal/valkeytest"
 )
 
 // TestMonitorDetectsDownAndRecovery checks a real server: PINGs succeed, then
 // the server is killed and the cluster's reconcile is triggered once the pod is
 // subjectively down; a new server at the address is reported up again.
 func TestMonitorDetectsDownAndRecovery(t *testing.T) {
-	if _, err := valkeytest.ServerBinary(); err != nil {
-		testenv.Unavailable(t, "%v (`make deps` installs valkey-server)", err)
+	if _, err := valkeytest.Binary(); err != nil {
+		testenv.Unavailable(t, "%v", err)
 	}
 	dir := t.TempDir()
-	s, err := valkeytest.Start(context.Background(), dir)
+	s, err := valkeytest.Start(context.Background(), valkeytest.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Kill()
+	defer s.Stop()
 	pool := valkey.NewPool()
 	defer pool.Close()
 	m := NewMonitor(pool, logr.Discard(), nil)
@@ -35,7 +35,7 @@ func TestMonitorDetectsDownAndRecovery(t *testing.T) {
 	go func() { done <- m.Start(ctx) }()
 	key := types.NamespacedName{Namespace: "ns", Name: "c"}
 	cfg := ProbeConfig{Interval: 100 * time.Millisecond, Timeout: 100 * time.Millisecond, DownAfter: 400 * time.Millisecond}
-	m.Track(key, []Target{{Pod: "c-0", Endpoint: valkey.Endpoint{Addr: s.Addr()}}}, cfg)
+	m.Track(key, []Target{{Pod: "c-0", Endpoint: valkey.Endpoint{Addr: s.Addr}}}, cfg)
 
 	waitHealth := func(what string, ok func() bool) {
 		t.Helper()
@@ -50,7 +50,7 @@ func TestMonitorDetectsDownAndRecovery(t *testing.T) {
 	}
 	waitHealth("healthy", func() bool { h := m.Snapshot(key)["c-0"]; return h.Healthy() && h.Latency > 0 })
 
-	s.Kill()
+	s.Stop()
 	killed := time.Now()
 	select {
 	case ev := <-m.events:

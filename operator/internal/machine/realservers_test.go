@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -17,28 +15,25 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
+	"github.com/gauntlet-dev/gauntlet/internal/valkeytest"
 	"github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/conf"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/valkey"
-	"github.com/gauntlet-dev/gauntlet/operator/internal/valkeytest"
 )
 
 // realServers runs one real valkey-server (or redis-server) per pod, on its own
 // loopback address and port 6379, started from the ConfigMap's valkey.conf as
 // the pod would be.
 type realServers struct {
-	bin  string
 	dir  string
 	pool *valkey.Pool
 	mu   sync.Mutex
-	cmds map[string]*exec.Cmd
-	done map[string]chan struct{}
+	srv  map[string]*valkeytest.Server // by IP
 }
 
 func newRealServers(t *testing.T) *realServers {
-	bin, err := valkeytest.ServerBinary()
-	if err != nil {
-		testenv.Unavailable(t, "%v (`make deps` installs valkey-server)", err)
+	if _, err := valkeytest.Binary(); err != nil {
+		testenv.Unavailable(t, "%v", err)
 	}
 	// Port 6379 must be free on 127.77.0.x (each pod has its own address).
 	l, err := net.Listen("tcp", "127.77.0.250:6379")
@@ -46,12 +41,12 @@ func newRealServers(t *testing.T) *realServers {
 		testenv.Unavailable(t, "cannot bind 127.77.0.250:6379 (%v): the loopback-address test needs it free", err)
 	}
 	l.Close()
-	r := &realServers{bin: bin, dir: t.TempDir(), pool: valkey.NewPool(), cmds: map[string]*exec.Cmd{}, done: map[string]chan struct{}{}}
+	r := &realServers{dir: t.TempDir(), pool: valkey.NewPool(), srv: map[string]*valkeytest.Server{}}
 	t.Cleanup(func() {
 		r.pool.Close()
 		r.mu.Lock()
-		ips := make([]string, 0, len(r.cmds))
-		for ip := range r.cmds {
+		ips := make([]string, 0, len(r.srv))
+		for ip := range r.srv {
 			ips = append(ips, ip)
 		}
 		r.mu.Unlock()
@@ -68,58 +63,38 @@ func (r *realServers) start(ip, pod, confText string) {
 		panic(err)
 	}
 	file := filepath.Join(dir, "valkey.conf")
-	// /data is the pod's volume; here it is the server's own folder.
+	// /data is the pod's volume; here it is a folder of the test's (the server
+	// loads its files from its own folder below it, valkeytest's --dir).
 	confText = strings.ReplaceAll(confText, "\ndir "+conf.DataDir+"\n", "\ndir "+dir+"\n")
 	if err := os.WriteFile(file, []byte(confText), 0o644); err != nil {
 		panic(err)
 	}
-	cmd := exec.Command(r.bin, file, "--bind", ip, "--dir", dir, "--replica-announce-ip", ip, "--logfile", filepath.Join(dir, "log"))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		panic(err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := valkeytest.Start(ctx, valkeytest.Options{Host: ip, Port: 6379, Dir: dir, Config: file, Args: []string{"--replica-announce-ip", ip}})
+	if err != nil {
+		panic(fmt.Sprintf("server %s did not start: %v", ip, err))
 	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
 	r.mu.Lock()
-	r.cmds[ip], r.done[ip] = cmd, done
+	r.srv[ip] = s
 	r.mu.Unlock()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if c, err := net.DialTimeout("tcp", ip+":6379", 100*time.Millisecond); err == nil {
-			c.Close()
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	log, _ := os.ReadFile(filepath.Join(dir, "log"))
-	panic(fmt.Sprintf("server %s did not start:\n%s", ip, log))
 }
 
 func (r *realServers) kill(ip string) {
 	r.mu.Lock()
-	cmd, done := r.cmds[ip], r.done[ip]
-	delete(r.cmds, ip)
-	delete(r.done, ip)
+	s := r.srv[ip]
+	delete(r.srv, ip)
 	r.mu.Unlock()
-	if cmd != nil {
-		_ = cmd.Process.Kill()
-		<-done
+	if s != nil {
+		s.Stop()
 	}
 }
 
 func (r *realServers) alive(ip string) bool {
 	r.mu.Lock()
-	done, ok := r.done[ip]
+	s, ok := r.srv[ip]
 	r.mu.Unlock()
-	if !ok {
-		return false
-	}
-	select {
-	case <-done:
-		return false
-	default:
-		return true
-	}
+	return ok && !s.Exited()
 }
 
 func (r *realServers) do(cmd *ValkeyCommand) Response {

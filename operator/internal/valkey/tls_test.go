@@ -10,8 +10,8 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/internal/pki"
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
+	"github.com/gauntlet-dev/gauntlet/internal/valkeytest"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/valkey"
-	"github.com/gauntlet-dev/gauntlet/operator/internal/valkeytest"
 )
 
 // testCA is a throwaway CA (internal/pki's) whose certificate is dir/ca.crt.
@@ -50,19 +50,19 @@ func (p *testCA) issue(t *testing.T, name string, ips []net.IP, dns []string) (c
 
 func startTLS(t *testing.T, p *testCA, cert, key string, extra ...string) *valkeytest.Server {
 	t.Helper()
-	if _, err := valkeytest.ServerBinary(); err != nil {
-		testenv.Unavailable(t, "%v (`make deps` installs valkey-server)", err)
+	if _, err := valkeytest.Binary(); err != nil {
+		testenv.Unavailable(t, "%v", err)
 	}
 	args := append([]string{"--tls-cert-file", cert, "--tls-key-file", key, "--tls-ca-cert-file", filepath.Join(p.dir, "ca.crt"),
 		"--tls-auth-clients", "optional", "--tls-replication", "yes"}, extra...)
-	s, err := valkeytest.StartTLS(context.Background(), t.TempDir(), args...)
+	s, err := valkeytest.Start(context.Background(), valkeytest.Options{Dir: t.TempDir(), TLS: true, Args: args})
 	if err != nil {
 		if strings.Contains(err.Error(), "TLS") {
 			testenv.Unavailable(t, "the server has no TLS support: %v", err)
 		}
 		t.Fatal(err)
 	}
-	t.Cleanup(s.Kill)
+	t.Cleanup(s.Stop)
 	return s
 }
 
@@ -79,34 +79,34 @@ func TestTLS(t *testing.T) {
 	ctx := context.Background()
 	tlsm := &valkey.TLS{CA: p.ca.CertPEM, Cert: certPEM, Key: keyPEM}
 
-	if r, err := pl.Do(ctx, valkey.Endpoint{Addr: byIP.Addr(), TLS: tlsm}, "PING"); err != nil || r.Str != "PONG" {
+	if r, err := pl.Do(ctx, valkey.Endpoint{Addr: byIP.Addr, TLS: tlsm}, "PING"); err != nil || r.Str != "PONG" {
 		t.Fatalf("IP SAN: %v %v", r, err)
 	}
 	withName := *tlsm
 	withName.ServerName = "c-1.c-headless.ns.svc"
-	if r, err := pl.Do(ctx, valkey.Endpoint{Addr: byDNS.Addr(), TLS: &withName}, "PING"); err != nil || r.Str != "PONG" {
+	if r, err := pl.Do(ctx, valkey.Endpoint{Addr: byDNS.Addr, TLS: &withName}, "PING"); err != nil || r.Str != "PONG" {
 		t.Fatalf("DNS SAN: %v %v", r, err)
 	}
-	if _, err := pl.Do(ctx, valkey.Endpoint{Addr: byDNS.Addr(), TLS: tlsm}, "PING"); err == nil {
+	if _, err := pl.Do(ctx, valkey.Endpoint{Addr: byDNS.Addr, TLS: tlsm}, "PING"); err == nil {
 		t.Fatal("a certificate naming neither the IP nor the server name was accepted")
 	}
 	other := newPKI(t)
-	if _, err := pl.Do(ctx, valkey.Endpoint{Addr: byIP.Addr(), TLS: &valkey.TLS{CA: other.ca.CertPEM}}, "PING"); err == nil {
+	if _, err := pl.Do(ctx, valkey.Endpoint{Addr: byIP.Addr, TLS: &valkey.TLS{CA: other.ca.CertPEM}}, "PING"); err == nil {
 		t.Fatal("a certificate from another CA was accepted")
 	}
-	if _, err := pl.Do(ctx, valkey.Endpoint{Addr: byIP.Addr()}, "PING"); err == nil {
+	if _, err := pl.Do(ctx, valkey.Endpoint{Addr: byIP.Addr}, "PING"); err == nil {
 		t.Fatal("plain TCP to a TLS-only server succeeded")
 	}
 
 	// Replication over TLS.
-	if _, err := pl.Do(ctx, valkey.Endpoint{Addr: byIP.Addr(), TLS: tlsm}, "SET", "k", "v"); err != nil {
+	if _, err := pl.Do(ctx, valkey.Endpoint{Addr: byIP.Addr, TLS: tlsm}, "SET", "k", "v"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pl.Do(ctx, valkey.Endpoint{Addr: byDNS.Addr(), TLS: &withName}, valkey.CmdReplicaOf("127.0.0.1", byIP.Port)...); err != nil {
+	if _, err := pl.Do(ctx, valkey.Endpoint{Addr: byDNS.Addr, TLS: &withName}, valkey.CmdReplicaOf("127.0.0.1", byIP.Port)...); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "TLS replication", func() bool {
-		r, err := pl.Do(ctx, valkey.Endpoint{Addr: byDNS.Addr(), TLS: &withName}, "INFO")
+		r, err := pl.Do(ctx, valkey.Endpoint{Addr: byDNS.Addr, TLS: &withName}, "INFO")
 		if err != nil {
 			return false
 		}

@@ -9,20 +9,20 @@ import (
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
+	"github.com/gauntlet-dev/gauntlet/internal/valkeytest"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/valkey"
-	"github.com/gauntlet-dev/gauntlet/operator/internal/valkeytest"
 )
 
 func start(t *testing.T, extra ...string) *valkeytest.Server {
 	t.Helper()
-	if _, err := valkeytest.ServerBinary(); err != nil {
-		testenv.Unavailable(t, "%v (`make deps` installs valkey-server)", err)
+	if _, err := valkeytest.Binary(); err != nil {
+		testenv.Unavailable(t, "%v", err)
 	}
-	s, err := valkeytest.Start(context.Background(), t.TempDir(), extra...)
+	s, err := valkeytest.Start(context.Background(), valkeytest.Options{Dir: t.TempDir(), Args: extra})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(s.Kill)
+	t.Cleanup(s.Stop)
 	return s
 }
 
@@ -36,7 +36,7 @@ func do(t *testing.T, p *valkey.Pool, s *valkeytest.Server, args ...string) valk
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	r, err := p.Do(ctx, valkey.Endpoint{Addr: s.Addr()}, args...)
+	r, err := p.Do(ctx, valkey.Endpoint{Addr: s.Addr}, args...)
 	if err != nil {
 		t.Fatalf("%v: %v", args, err)
 	}
@@ -90,7 +90,7 @@ func TestPromotionAndRepointing(t *testing.T) {
 		t.Fatalf("replica INFO: %+v", ib)
 	}
 
-	a.Kill()
+	a.Stop()
 	do(t, p, b, valkey.CmdPromote()...)
 	if in := info(t, p, b); in.Role != valkey.RoleMaster {
 		t.Fatalf("promoted B reports %s", in.Role)
@@ -103,7 +103,7 @@ func TestPromotionAndRepointing(t *testing.T) {
 	// A connection to the dead server fails, but is not a server error.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	_, err := p.Do(ctx, valkey.Endpoint{Addr: a.Addr()}, "PING")
+	_, err := p.Do(ctx, valkey.Endpoint{Addr: a.Addr}, "PING")
 	if err == nil {
 		t.Fatal("PING to a killed server succeeded")
 	}
@@ -144,7 +144,7 @@ func TestFence(t *testing.T) {
 	if !in.ReplicatingFrom("127.0.0.1", 1) || in.MasterLinkUp {
 		t.Fatalf("fenced INFO: %+v", in)
 	}
-	_, err := p.Do(context.Background(), valkey.Endpoint{Addr: f.Addr()}, "SET", "k", "v")
+	_, err := p.Do(context.Background(), valkey.Endpoint{Addr: f.Addr}, "SET", "k", "v")
 	if se, ok := valkey.IsServerError(err); !ok || !strings.Contains(se.Msg, "READONLY") {
 		t.Fatalf("write to a fenced server: %v", err)
 	}
@@ -176,7 +176,7 @@ func TestConfigReplies(t *testing.T) {
 		{map[string]string{"no-such-key": "1"}, valkey.IsUnknownConfig},
 		{map[string]string{"databases": "32"}, valkey.IsImmutableConfig},
 	} {
-		_, err := p.Do(context.Background(), valkey.Endpoint{Addr: s.Addr()}, valkey.CmdConfigSet(tc.kv)...)
+		_, err := p.Do(context.Background(), valkey.Endpoint{Addr: s.Addr}, valkey.CmdConfigSet(tc.kv)...)
 		se, ok := valkey.IsServerError(err)
 		if !ok || !tc.test(se.Msg) {
 			t.Fatalf("CONFIG SET %v: %v", tc.kv, err)
@@ -188,26 +188,26 @@ func TestAuth(t *testing.T) {
 	p := pool(t)
 	s := start(t, "--requirepass", "n3w")
 	ctx := context.Background()
-	if _, err := p.Do(ctx, valkey.Endpoint{Addr: s.Addr(), Password: "0ld"}, "PING"); err == nil {
+	if _, err := p.Do(ctx, valkey.Endpoint{Addr: s.Addr, Password: "0ld"}, "PING"); err == nil {
 		t.Fatal("wrong password accepted")
 	}
 	// During a rotation the alternative password is tried.
-	r, err := p.Do(ctx, valkey.Endpoint{Addr: s.Addr(), Password: "0ld", AltPassword: "n3w"}, "PING")
+	r, err := p.Do(ctx, valkey.Endpoint{Addr: s.Addr, Password: "0ld", AltPassword: "n3w"}, "PING")
 	if err != nil || r.Str != "PONG" {
 		t.Fatalf("alt password: %v %v", r, err)
 	}
 	// Zero-downtime rotation as the operator does it.
-	ep := valkey.Endpoint{Addr: s.Addr(), Password: "n3w"}
+	ep := valkey.Endpoint{Addr: s.Addr, Password: "n3w"}
 	for _, cmd := range [][]string{{"ACL", "SETUSER", "default", ">n3wer"}, {"ACL", "SETUSER", "default", "<n3w"}} {
 		if _, err := p.Do(ctx, ep, cmd...); err != nil {
 			t.Fatal(err)
 		}
 	}
 	p2 := pool(t)
-	if _, err := p2.Do(ctx, valkey.Endpoint{Addr: s.Addr(), Password: "n3wer"}, "PING"); err != nil {
+	if _, err := p2.Do(ctx, valkey.Endpoint{Addr: s.Addr, Password: "n3wer"}, "PING"); err != nil {
 		t.Fatalf("rotated password: %v", err)
 	}
-	if _, err := p2.Do(ctx, valkey.Endpoint{Addr: s.Addr(), Password: "n3w"}, "PING"); err == nil {
+	if _, err := p2.Do(ctx, valkey.Endpoint{Addr: s.Addr, Password: "n3w"}, "PING"); err == nil {
 		t.Fatal("removed password still accepted")
 	}
 	_, err = p.Do(ctx, ep, "ACL", "SETUSER", "default", "<gone")
