@@ -35,6 +35,11 @@ func coreKnown(p *crd.Property) []string {
 	case owner == "initContainers" && name == "restartPolicy":
 		// The only restart policy of an init container: a sidecar.
 		return []string{"Always"}
+	case name == "restartPolicy" && (containerLists[owner] || owner == "container") && p.Type == crd.TypeString:
+		// A regular container restarts as its pod does: Never and OnFailure per container need
+		// the ContainerRestartRules feature, which the embedded cluster's kubelet does not
+		// implement (it applies the pod's policy).
+		return []string{"Always"}
 	case name == "restartPolicy" && owner == "spec" && inPodTemplate(p):
 		// A workload's pod template restarts always.
 		return []string{"Always"}
@@ -67,6 +72,9 @@ func coreIntRange(p *crd.Property) (lo, hi int64, ok bool) {
 	case name == "successThreshold" && (owner == "livenessProbe" || owner == "startupProbe" ||
 		(p.Parent != nil && (p.Parent.Path.Last() == "livenessProbe" || p.Parent.Path.Last() == "startupProbe"))):
 		return 1, 1, true
+	case name == "terminationGracePeriodSeconds" && inProbe(p):
+		// A probe's grace period overrides the pod's: it must be positive.
+		return 1, 60, true
 	case name == "nodePort" || name == "healthCheckNodePort":
 		return 30000, 32767, true
 	case name == "containerPort" || name == "hostPort" || name == "port" || name == "targetPort":
@@ -105,7 +113,8 @@ func coreForbidden(p *crd.Property) string {
 	if inPodTemplate(p) && (strings.HasSuffix(f, "spec.activeDeadlineSeconds")) {
 		return "a workload's pod template takes no active deadline"
 	}
-	if strings.HasSuffix(f, "readinessProbe.terminationGracePeriodSeconds") {
+	if strings.HasSuffix(f, "readinessProbe.terminationGracePeriodSeconds") ||
+		(p.Path.Last() == "terminationGracePeriodSeconds" && p.Parent != nil && p.Parent.Path.Last() == "readinessProbe" && inProbe(p)) {
 		return "a readiness probe takes no termination grace period"
 	}
 	if src := exoticVolume(p); src != "" {
@@ -172,7 +181,24 @@ func (c *caseCtx) completeCore(node *crd.Property, m map[string]any) {
 		}
 	}
 	last := node.Path.Last()
+	typ := strings.TrimPrefix(strings.SplitN(node.Semantic.Type, "#", 2)[0], coreV1)
 	switch {
+	case refTypes[typ] && node.Field("name") != nil:
+		// A reference under a name of the CRD's own (a password's SecretKeySelector): it names
+		// its object (an empty name, the CRD's default, is refused).
+		if n, _ := m["name"].(string); n == "" {
+			delete(m, "name")
+		}
+		set("name", func() any { return c.fill(node.Field("name")) })
+		set("key", func() any { return c.fill(node.Field("key")) })
+	case last == "selector" && typ == metaV1+"LabelSelector" && node.Parent != nil && node.Parent.Field("template") != nil:
+		// A workload's selector selects something (an empty one is refused); the label it
+		// selects is set on the pods by the operator (the judgement labels the template so).
+		ml, _ := m["matchLabels"].(map[string]any)
+		me, _ := m["matchExpressions"].([]any)
+		if len(ml) == 0 && len(me) == 0 && node.Field("matchLabels") != nil {
+			m["matchLabels"] = map[string]any{"app.kubernetes.io/name": "gauntlet-" + c.word(5)}
+		}
 	case node.Field("accessModes") != nil && node.Field("resources") != nil:
 		// A PersistentVolumeClaimSpec.
 		set("accessModes", func() any { return []any{"ReadWriteOnce"} })
@@ -277,6 +303,13 @@ func (c *caseCtx) completeCore(node *crd.Property, m map[string]any) {
 	}
 }
 
+// refTypes are the core types that reference an object by name (Kubernetes requires the name
+// though the Go type allows it empty).
+var refTypes = map[string]bool{
+	"SecretKeySelector": true, "ConfigMapKeySelector": true, "SecretEnvSource": true, "ConfigMapEnvSource": true,
+	"LocalObjectReference": true, "ConfigMapVolumeSource": true, "ConfigMapProjection": true, "SecretProjection": true,
+}
+
 // oneOf is a group of fields of a core type of which at most one may be set (exactly one when
 // fallback is set: the field and value used when none is).
 type oneOf struct {
@@ -302,6 +335,8 @@ var (
 			"glusterfs", "iscsi", "nfs", "photonPersistentDisk", "portworxVolume", "quobyte", "rbd", "scaleIO", "storageos", "vsphereVolume", "image"},
 			fallback: "emptyDir", value: map[string]any{}},
 		"sources": {members: []string{"secret", "configMap", "downwardAPI", "serviceAccountToken", "clusterTrustBundle", "podCertificate"}},
+		// A mount's sub-path is written out or expanded from the environment, not both.
+		"volumeMounts": {members: []string{"subPath", "subPathExpr"}},
 	}
 )
 
@@ -322,6 +357,8 @@ func oneOfGroup(node *crd.Property) *oneOf {
 			name = "volumes"
 		case "Probe":
 			name = "livenessProbe"
+		case "VolumeMount":
+			name = "volumeMounts"
 		default:
 			return nil
 		}
@@ -385,9 +422,11 @@ func keepOneOf(p *crd.Property, states []map[string]any) []string {
 // keepConsistent makes the objects p lies in agree with themselves the way the API server
 // requires: a selector requirement's values with its operator (none for Exists, one for Gt/Lt and
 // for a node field selector, some for In/NotIn), a toleration's value and seconds with its
-// operator and effect. What the test case sets wins; the rest follows.
-func keepConsistent(p *crd.Property, states []map[string]any) []string {
-	var notes []string
+// operator and effect, a downward API divisor with its resource, a recursive read-only mount with
+// its readOnly, node ports with their Service's type, a pod's DNS policy None with its DNS
+// configuration. What the test case sets wins; the rest follows. why says why the test case is
+// refused in any case (a divisor no resource takes), else "".
+func keepConsistent(p *crd.Property, states []map[string]any) (notes []string, why string) {
 	start := p
 	if p.Type == crd.TypeArray && p.Items != nil {
 		// An element appended or removed: the requirement is the element.
@@ -395,9 +434,8 @@ func keepConsistent(p *crd.Property, states []map[string]any) []string {
 	}
 	for q := start; q != nil; q = q.Parent {
 		obj := q
-		if q.Type != crd.TypeObject || (q.Field("operator") == nil && (q.Field("localhostProfile") == nil || q.Field("type") == nil) &&
-			(q.Field("labelSelector") == nil || (q.Field("matchLabelKeys") == nil && q.Field("minDomains") == nil)) &&
-			(q.Field("limits") == nil || q.Field("requests") == nil)) {
+		fix := fixerFor(obj, p.Path.Last())
+		if fix == nil {
 			continue
 		}
 		target := ""
@@ -416,23 +454,227 @@ func keepConsistent(p *crd.Property, states []map[string]any) []string {
 					continue
 				}
 				before := jsonv.CopyMap(m)
-				if obj.Field("limits") != nil && obj.Field("requests") != nil {
-					fixResources(m, target)
-				} else if obj.Field("localhostProfile") != nil {
-					fixProfile(m, target)
-				} else if obj.Field("labelSelector") != nil {
-					fixLabelKeys(m, target)
-				} else if obj.Field("values") != nil {
-					fixRequirement(m, target, obj.Path.Last() == "matchFields")
-				} else if obj.Field("tolerationSeconds") != nil || obj.Field("effect") != nil {
-					fixToleration(m, target)
+				if w := fix(m, target); w != "" && why == "" {
+					why = w
 				}
 				notes = appendNotes(notes, ptr, before, m)
 			}
 		}
-		return notes
+		return notes, why
 	}
-	return notes
+	return notes, why
+}
+
+// fixer makes one object of a core type consistent (see keepConsistent); target is the field
+// the test case changes ("" when the whole object). It returns why the object is refused in
+// any case, or "".
+type fixer func(m map[string]any, target string) string
+
+// fixerFor returns the fixer of the core object obj, or nil; leaf is the name of the field the
+// test case changes.
+func fixerFor(obj *crd.Property, leaf string) fixer {
+	if obj.Type != crd.TypeObject {
+		return nil
+	}
+	has := func(names ...string) bool {
+		for _, n := range names {
+			if obj.Field(n) == nil {
+				return false
+			}
+		}
+		return true
+	}
+	plain := func(f func(m map[string]any, target string)) fixer {
+		return func(m map[string]any, target string) string { f(m, target); return "" }
+	}
+	switch {
+	case has("limits", "requests"):
+		return plain(fixResources)
+	case has("localhostProfile", "type"):
+		return plain(fixProfile)
+	case has("labelSelector") && (has("matchLabelKeys") || has("minDomains")):
+		return plain(fixLabelKeys)
+	case has("operator", "values"):
+		fieldSelector := obj.Path.Last() == "matchFields"
+		return plain(func(m map[string]any, target string) { fixRequirement(m, target, fieldSelector) })
+	case has("operator") && (has("tolerationSeconds") || has("effect")):
+		return plain(fixToleration)
+	case has("operator"):
+		// Another requirement: nothing to keep, and nothing above it to look at.
+		return plain(func(map[string]any, string) {})
+	}
+	if obj.Semantic == nil || obj.Semantic.Root == "" {
+		return nil
+	}
+	switch {
+	case has("resource", "divisor"):
+		return fixDivisor
+	case has("recursiveReadOnly", "readOnly"):
+		return plain(fixRecursiveReadOnly)
+	case has("type", "ports") && obj.Field("ports").Items != nil && obj.Field("ports").Items.Field("nodePort") != nil:
+		return plain(func(m map[string]any, target string) {
+			if leaf == "nodePort" {
+				target = "nodePort"
+			}
+			fixNodePorts(m, target)
+		})
+	case has("dnsPolicy"):
+		canConfigure := obj.Field("dnsConfig") != nil && obj.Field("dnsConfig").Field("nameservers") != nil
+		return plain(func(m map[string]any, target string) { fixDNS(m, target, canConfigure) })
+	}
+	return nil
+}
+
+// divisors are the divisors the API server accepts for a downward API resource, by resource.
+var (
+	cpuDivisors    = []string{"1m", "1"}
+	memoryDivisors = []string{"1", "1k", "1M", "1G", "1T", "1P", "1E", "1Ki", "1Mi", "1Gi", "1Ti", "1Pi", "1Ei"}
+)
+
+// divisorsOf returns the divisors the API server accepts for a downward API resource
+// ("limits.cpu"), or nil when it says nothing of it.
+func divisorsOf(res string) []string {
+	switch {
+	case strings.HasSuffix(res, ".cpu"):
+		return cpuDivisors
+	case strings.HasSuffix(res, ".memory") || strings.HasSuffix(res, ".ephemeral-storage") || strings.Contains(res, ".hugepages-"):
+		return memoryDivisors
+	}
+	return nil
+}
+
+// fixDivisor keeps a resource field selector's divisor to one its resource takes: a divisor the
+// test case sets picks the resource (limits.memory for 1Mi, limits.cpu for 1m); otherwise the
+// divisor follows the resource (1m for cpu, 1Mi for memory).
+func fixDivisor(m map[string]any, target string) string {
+	d, set := m["divisor"]
+	res, _ := m["resource"].(string)
+	if !set || d == nil {
+		return ""
+	}
+	q, err := parseQuantity(d)
+	if err != nil {
+		return ""
+	}
+	allowed := divisorsOf(res)
+	if allowed == nil || containsString(allowed, q.String()) {
+		return ""
+	}
+	if target == "divisor" {
+		prefix := "limits."
+		if strings.HasPrefix(res, "requests.") {
+			prefix = "requests."
+		}
+		switch {
+		case containsString(memoryDivisors, q.String()):
+			m["resource"] = prefix + "memory"
+		case containsString(cpuDivisors, q.String()):
+			m["resource"] = prefix + "cpu"
+		default:
+			return fmt.Sprintf("the API server accepts a divisor of %s for cpu and of %s for memory, not %s",
+				strings.Join(cpuDivisors, ", "), strings.Join(memoryDivisors, ", "), describeValue(d))
+		}
+		return ""
+	}
+	if containsString(allowed, "1Mi") {
+		m["divisor"] = "1Mi"
+	} else {
+		m["divisor"] = "1m"
+	}
+	return ""
+}
+
+// fixRecursiveReadOnly keeps a recursive read-only mount (Enabled, IfPossible) read-only and
+// without propagation, as the API server requires.
+func fixRecursiveReadOnly(m map[string]any, target string) {
+	rro, _ := m["recursiveReadOnly"].(string)
+	if rro != "Enabled" && rro != "IfPossible" {
+		return
+	}
+	if m["readOnly"] != true {
+		if target == "readOnly" {
+			m["recursiveReadOnly"] = "Disabled"
+			return
+		}
+		m["readOnly"] = true
+	}
+	if mp, set := m["mountPropagation"]; set && mp != nil && mp != "None" {
+		if target == "mountPropagation" {
+			m["recursiveReadOnly"] = "Disabled"
+			return
+		}
+		delete(m, "mountPropagation")
+	}
+}
+
+// fixNodePorts keeps node ports to a Service of type NodePort or LoadBalancer: a node port the
+// test case sets makes the Service a NodePort one, otherwise the node ports go.
+func fixNodePorts(m map[string]any, target string) {
+	switch m["type"] {
+	case "NodePort", "LoadBalancer":
+		return
+	}
+	ports, _ := m["ports"].([]any)
+	with := false
+	for _, p := range ports {
+		if pm, _ := p.(map[string]any); pm != nil && pm["nodePort"] != nil {
+			with = true
+		}
+	}
+	if !with {
+		return
+	}
+	if target == "nodePort" || target == "ports" {
+		m["type"] = "NodePort"
+		if m["clusterIP"] == "None" {
+			// A headless Service has no node ports.
+			delete(m, "clusterIP")
+		}
+		return
+	}
+	out := make([]any, len(ports))
+	for i, p := range ports {
+		pm, _ := p.(map[string]any)
+		if pm == nil || pm["nodePort"] == nil {
+			out[i] = p
+			continue
+		}
+		np := jsonv.CopyMap(pm)
+		delete(np, "nodePort")
+		out[i] = np
+	}
+	m["ports"] = out
+}
+
+// clusterDNS is the cluster DNS Service's address in a Service range of 10.96.0.0/16 (its 10th
+// address, as kubeadm and the embedded cluster choose it): a pod whose DNS policy is None gets it
+// as its name server, so it still resolves the cluster's names.
+const clusterDNS = "10.96.0.10"
+
+// fixDNS gives a pod whose DNS policy is None the DNS configuration (name servers) the API server
+// requires then; a pod spec that cannot carry one, or whose configuration the test case removes,
+// goes back to ClusterFirst.
+func fixDNS(m map[string]any, target string, canConfigure bool) {
+	if m["dnsPolicy"] != "None" {
+		return
+	}
+	cfg, _ := m["dnsConfig"].(map[string]any)
+	if ns, _ := cfg["nameservers"].([]any); len(ns) > 0 {
+		return
+	}
+	if !canConfigure || target == "dnsConfig" {
+		m["dnsPolicy"] = "ClusterFirst"
+		return
+	}
+	nc := jsonv.CopyMap(cfg)
+	if nc == nil {
+		nc = map[string]any{}
+	}
+	nc["nameservers"] = []any{clusterDNS}
+	if _, set := nc["searches"]; !set {
+		nc["searches"] = []any{"svc.cluster.local", "cluster.local"}
+	}
+	m["dnsConfig"] = nc
 }
 
 // appendNotes describes, once each, the fields of the object at ptr that changed from before.
@@ -671,25 +913,49 @@ func duplicateName(p *crd.Property, states []map[string]any) string {
 	if p.Path.Last() != "name" || p.Parent == nil || p.Parent.Parent == nil || !uniqueNames(p.Parent.Parent) {
 		return ""
 	}
+	list := p.Parent.Parent
+	siblings := containerSiblings(list)
 	for _, st := range states {
-		for _, ptr := range instances(st, p.Parent.Parent.Path) {
-			v, _ := jsonv.Get(st, ptr)
-			items, _ := v.([]any)
-			seen := map[string]bool{}
-			for _, it := range items {
-				m, _ := it.(map[string]any)
-				n, ok := m["name"].(string)
-				if !ok {
-					continue
-				}
-				if seen[n] {
+		if len(siblings) == 0 {
+			for _, ptr := range instances(st, list.Path) {
+				v, _ := jsonv.Get(st, ptr)
+				items, _ := v.([]any)
+				if n := dupName(items); n != "" {
 					return fmt.Sprintf("two items of %s are named %q", ptr, n)
 				}
-				seen[n] = true
+			}
+			continue
+		}
+		// A pod's containers and init containers share their names.
+		for _, at := range instances(st, list.Parent.Path) {
+			var all []any
+			for _, l := range append([]*crd.Property{list}, siblings...) {
+				v, _ := jsonv.Get(st, at+"/"+l.Path.Last())
+				items, _ := v.([]any)
+				all = append(all, items...)
+			}
+			if n := dupName(all); n != "" {
+				return fmt.Sprintf("two containers of %s are named %q", at, n)
 			}
 		}
 	}
 	return ""
+}
+
+// containerSiblings returns the other container lists of the pod spec the container list
+// belongs to (initContainers for containers), or nil when list is no container list.
+func containerSiblings(list *crd.Property) []*crd.Property {
+	_, name, ok := coreField(list)
+	if !ok || !containerLists[name] || list.Parent == nil || list.Path[len(list.Path)-1].Kind != jsonv.SegKey {
+		return nil
+	}
+	var out []*crd.Property
+	for _, f := range list.Parent.Fields {
+		if _, fn, ok := coreField(f); ok && f != list && containerLists[fn] && f.Type == crd.TypeArray && f.Items != nil {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // fixProfile keeps a seccomp or AppArmor profile's localhostProfile to type Localhost, which
@@ -800,4 +1066,64 @@ func fixResources(m map[string]any, target string) {
 			m["requests"], req = nr, nr
 		}
 	}
+}
+
+// inProbe reports whether p is a field of a probe of a core type (a container's or a CRD's own
+// probe the semantic mapping matched to v1.Probe).
+func inProbe(p *crd.Property) bool {
+	q := p.Parent
+	return q != nil && q.Semantic != nil && q.Semantic.Root != "" && strings.SplitN(q.Semantic.Type, "#", 2)[0] == coreV1+"Probe"
+}
+
+// completeNew completes, in every state, the core objects above p that the test case creates
+// (setting a Secret key selector's key creates the selector): what Kubernetes requires of them
+// (the Secret's name) is set as completeCore sets it in new objects; it returns what was set.
+func (c *caseCtx) completeNew(p *crd.Property, states []map[string]any) []string {
+	var notes []string
+	child := p
+	for q := p.Parent; q != nil; child, q = q, q.Parent {
+		if q.Type != crd.TypeObject || q.Semantic == nil || q.Semantic.Root == "" {
+			break
+		}
+		// The field on the way to p is the test case's: completion does not undo its change.
+		own := child.Name()
+		for _, st := range states {
+			for _, ptr := range instances(st, q.Path) {
+				if _, existed := jsonv.Get(c.start, ptr); existed {
+					continue
+				}
+				v, _ := jsonv.Get(st, ptr)
+				m, ok := v.(map[string]any)
+				if !ok {
+					continue
+				}
+				before := jsonv.CopyMap(m)
+				c.completeCore(q, m)
+				if v, ok := before[own]; ok {
+					m[own] = v
+				} else {
+					delete(m, own)
+				}
+				notes = appendNotes(notes, ptr, before, m)
+			}
+		}
+	}
+	return notes
+}
+
+// dupName returns a name two of the items have, or "".
+func dupName(items []any) string {
+	seen := map[string]bool{}
+	for _, it := range items {
+		m, _ := it.(map[string]any)
+		n, ok := m["name"].(string)
+		if !ok {
+			continue
+		}
+		if seen[n] {
+			return n
+		}
+		seen[n] = true
+	}
+	return ""
 }

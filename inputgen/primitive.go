@@ -69,7 +69,9 @@ func (g *Generator) generatorsFor(p *crd.Property) []namedGen {
 // handler, a volume's source) drops the others, and an init container given probes or lifecycle
 // hooks becomes a sidecar.
 func coreRules(p *crd.Property, gens []namedGen) []namedGen {
-	inCore := false
+	// A list or map whose items are a core type (tolerations) is the core type's too.
+	inCore := (p.Items != nil && p.Items.Semantic != nil && p.Items.Semantic.Root != "") ||
+		(p.Values != nil && p.Values.Semantic != nil && p.Values.Semantic.Root != "")
 	for q := p; q != nil && !inCore; q = q.Parent {
 		inCore = q.Semantic != nil && q.Semantic.Root != ""
 	}
@@ -101,7 +103,12 @@ func coreRules(p *crd.Property, gens []namedGen) []namedGen {
 			if dup := duplicateName(p, d.steps); dup != "" {
 				return nil, fmt.Errorf("%s: %s", p.Path, dup)
 			}
-			notes := append(keepOneOf(p, d.steps), keepConsistent(p, d.steps)...)
+			notes := keepOneOf(p, d.steps)
+			consistent, why := keepConsistent(p, d.steps)
+			if why != "" {
+				return d.asMisoperation(why), nil
+			}
+			notes = append(append(notes, consistent...), c.completeNew(p, d.steps)...)
 			if init != nil {
 				sidecars, why := makeSidecars(init, d.steps)
 				if why != "" {

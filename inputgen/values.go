@@ -196,10 +196,11 @@ func knownValues(p *crd.Property) []string {
 	if p.Semantic == nil || p.Semantic.Type == "" {
 		return nil
 	}
-	if v := semantic.KnownValues(p.Semantic.Type); len(v) > 0 {
+	// Where the field is narrows its type's values (a pod template's restartPolicy is Always).
+	if v := coreKnown(p); len(v) > 0 {
 		return v
 	}
-	return coreKnown(p)
+	return semantic.KnownValues(p.Semantic.Type)
 }
 
 func containsValue(list []any, v any) bool {

@@ -49,7 +49,12 @@ var knownValues = func() map[string][]string {
 	add(corev1.HostPathUnset, corev1.HostPathDirectoryOrCreate, corev1.HostPathDirectory, corev1.HostPathFileOrCreate,
 		corev1.HostPathFile, corev1.HostPathSocket, corev1.HostPathCharDev, corev1.HostPathBlockDev)
 	add(corev1.NotRequired, corev1.NotRequired, corev1.RestartContainer)
-	add(corev1.SELinuxChangePolicyRecursive, corev1.SELinuxChangePolicyRecursive, corev1.SELinuxChangePolicyMountOption)
+	// MountOption needs the SELinuxMount feature gate (beta, off by default): only Recursive.
+	add(corev1.SELinuxChangePolicyRecursive, corev1.SELinuxChangePolicyRecursive)
+	// Enabled fails the container where the runtime cannot mount recursively read-only; IfPossible
+	// falls back. Both need readOnly: true (kept while drawing).
+	add(corev1.RecursiveReadOnlyDisabled, corev1.RecursiveReadOnlyDisabled, corev1.RecursiveReadOnlyIfPossible)
+	add(corev1.ContainerRestartPolicyAlways, corev1.ContainerRestartPolicyAlways, corev1.ContainerRestartPolicyNever, corev1.ContainerRestartPolicyOnFailure)
 	// Test clusters run Linux nodes.
 	add(corev1.Linux, corev1.Linux)
 	add(corev1.SupplementalGroupsPolicyMerge, corev1.SupplementalGroupsPolicyMerge, corev1.SupplementalGroupsPolicyStrict)
