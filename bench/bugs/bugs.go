@@ -30,6 +30,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/campaign"
 	"github.com/gauntlet-dev/gauntlet/cluster/local"
 	"github.com/gauntlet-dev/gauntlet/inputgen"
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"github.com/gauntlet-dev/gauntlet/targets"
 )
 
@@ -51,22 +52,35 @@ type Bug struct {
 	Expect []string
 	// Replicas is the seed's spec.replicas (0: Seed's two pods).
 	Replicas int64
+	// Spec holds fields set in the seed's spec besides Seed's (nil: none).
+	Spec map[string]any
 	// Faults is the fault script of the campaign (nil: no faults); Hold how long lasting
 	// faults hold (0: the campaign default).
 	Faults []campaign.FaultPlan
 	Hold   time.Duration
+	// Examples are example CRs added to the target's, whose values the plan
+	// mines: they steer a generated case to a value the bug needs (a node
+	// selector naming a node of the embedded cluster rather than a generated
+	// one no node has).
+	Examples []map[string]any
 }
 
 // Apply adapts a benchmark campaign configuration to the bug: its seed size and faults.
 func (b Bug) Apply(cfg *campaign.Config) {
-	if b.Replicas > 0 {
+	if b.Replicas > 0 || len(b.Spec) > 0 {
 		spec := Seed()
-		spec["replicas"] = b.Replicas
+		if b.Replicas > 0 {
+			spec["replicas"] = b.Replicas
+		}
+		for k, v := range b.Spec {
+			spec[k] = jsonv.Copy(v)
+		}
 		cfg.Target.Seed["spec"] = spec
 	}
 	if len(b.Faults) > 0 {
 		cfg.Faults = &campaign.FaultOptions{Script: b.Faults, Hold: b.Hold}
 	}
+	cfg.Target.Examples = append(cfg.Target.Examples, b.Examples...)
 }
 
 // Seed is the small desired state every benchmark campaign starts from: two
@@ -76,6 +90,22 @@ func Seed() map[string]any {
 		"replicas": int64(2),
 		"image":    "valkey/valkey:8.1",
 		"config":   map[string]any{"maxmemory": "100mb", "maxmemory-policy": "allkeys-lru"},
+	}
+}
+
+// NodeSelectorExample is an example CR whose node selector names the embedded
+// cluster's first node by its hostname label (every local cluster has node-1):
+// mined into the plan, it makes spec.scheduling.nodeSelector#map/add-key set a
+// key with a prefix ("kubernetes.io/hostname") to a value that keeps the pods
+// schedulable.
+func NodeSelectorExample() map[string]any {
+	return map[string]any{
+		"apiVersion": "valkey.gauntlet.dev/v1alpha1",
+		"kind":       "ValkeyCluster",
+		"metadata":   map[string]any{"name": "node-selector-example"},
+		"spec": map[string]any{"scheduling": map[string]any{
+			"nodeSelector": map[string]any{"kubernetes.io/hostname": "node-1"},
+		}},
 	}
 }
 
@@ -104,6 +134,12 @@ var catalog = map[string]Bug{
 		Faults: []campaign.FaultPlan{{Kind: campaign.FaultPodFailure, Role: "primary"}}},
 	"09-roll-primary-before-sync": {Pattern: "a roll that restarts the primary before its replicas are in sync (Sieve/Anvil)",
 		Cases: []string{"spec.image#image/downgrade"}, Expect: []string{"roll-safety"}, Replicas: 3},
+	"10-node-selector-prefixed-keys-dropped": {Pattern: "a property the operator ignores for some keys (map keys with a prefix: kubernetes.io/hostname)",
+		Cases: []string{"spec.scheduling.nodeSelector#map/add-key", "spec.config#config/add-key"}, Expect: []string{"consistency"},
+		// An empty selector in the seed (no constraint) makes the case change one key of a map
+		// that exists, so the step's changed path is the quoted key itself, not spec.scheduling.
+		Spec:     map[string]any{"scheduling": map[string]any{"nodeSelector": map[string]any{}}},
+		Examples: []map[string]any{NodeSelectorExample()}},
 }
 
 // Load lists the seeded bugs under repoRoot/Dir, in name order.
@@ -142,9 +178,9 @@ func Clean(bs []Bug) []Bug {
 			plain = append(plain, b)
 		}
 	}
-	out := []Bug{{Name: "clean", Pattern: "the clean operator", Cases: CleanCases(plain)}}
+	out := []Bug{{Name: "clean", Pattern: "the clean operator", Cases: CleanCases(plain), Examples: cleanExamples(plain), Spec: cleanSpec(plain)}}
 	if len(oat) > 0 {
-		c := Bug{Name: "clean-faults", Pattern: "the clean operator under faults", Cases: CleanCases(oat)}
+		c := Bug{Name: "clean-faults", Pattern: "the clean operator under faults", Cases: CleanCases(oat), Examples: cleanExamples(oat), Spec: cleanSpec(oat)}
 		for _, b := range oat {
 			c.Faults = append(c.Faults, b.Faults...)
 			c.Replicas = max(c.Replicas, b.Replicas)
@@ -168,6 +204,41 @@ func CleanCases(bs []Bug) []string {
 		}
 	}
 	sort.Strings(out)
+	return out
+}
+
+// cleanSpec is the union of the bugs' seed fields (the first bug setting a
+// field wins: bugs set fields that change nothing for the others' cases).
+func cleanSpec(bs []Bug) map[string]any {
+	var out map[string]any
+	for _, b := range bs {
+		for k, v := range b.Spec {
+			if out == nil {
+				out = map[string]any{}
+			}
+			if _, ok := out[k]; !ok {
+				out[k] = v
+			}
+		}
+	}
+	return out
+}
+
+// cleanExamples is the union of the bugs' example CRs (by name), so that the
+// clean operator's campaign runs the cases as the bugs' campaigns do.
+func cleanExamples(bs []Bug) []map[string]any {
+	seen := map[string]bool{}
+	var out []map[string]any
+	for _, b := range bs {
+		for _, ex := range b.Examples {
+			md, _ := ex["metadata"].(map[string]any)
+			name, _ := md["name"].(string)
+			if !seen[name] {
+				seen[name] = true
+				out = append(out, ex)
+			}
+		}
+	}
 	return out
 }
 
