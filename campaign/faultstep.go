@@ -9,12 +9,12 @@ import (
 	"sort"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/gauntlet-dev/gauntlet/cluster"
 	"github.com/gauntlet-dev/gauntlet/faults"
+	"github.com/gauntlet-dev/gauntlet/internal/readiness"
 	"github.com/gauntlet-dev/gauntlet/model"
 )
 
@@ -296,7 +296,7 @@ func (s *session) operatorDown(ctx context.Context) []string {
 	}
 	var out []string
 	for _, p := range list.Items {
-		if p.DeletionTimestamp != nil || podReady(&p) {
+		if p.DeletionTimestamp != nil || readiness.Pod(&p) {
 			continue
 		}
 		why := string(p.Status.Phase)
@@ -317,16 +317,6 @@ func (s *session) operatorDown(ctx context.Context) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// podReady reports whether p's Ready condition is True.
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // operatorPods lists the operator's pods, sorted.

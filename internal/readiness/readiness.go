@@ -25,6 +25,8 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 )
 
@@ -112,6 +114,22 @@ func Ready(group, kind string, obj map[string]any) bool {
 func PodReady(obj map[string]any) (ready bool, phase string) {
 	phase, _ = get(obj, "status", "phase").(string)
 	return phase == "Succeeded" || (phase == "Running" && readyCondition(obj) == "True"), phase
+}
+
+// Pod is PodReady's rule for a typed pod (client-go's): finished successfully,
+// or Running with its Ready condition True.
+func Pod(p *corev1.Pod) bool {
+	switch p.Status.Phase {
+	case corev1.PodSucceeded:
+		return true
+	case corev1.PodRunning:
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				return c.Status == corev1.ConditionTrue
+			}
+		}
+	}
+	return false
 }
 
 func pod(obj map[string]any) []Problem {

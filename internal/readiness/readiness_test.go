@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 func obj(t *testing.T, s string) map[string]any {
@@ -95,5 +98,34 @@ func TestPodDetail(t *testing.T) {
 	want := "phase Running; ContainersNotReady containers with unready status: [valkey]; valkey: CrashLoopBackOff"
 	if ps[0].Detail != want || ps[0].Field != "status.conditions[1].status" || ps[0].Message != "not ready" {
 		t.Errorf("pod problem = %+v, want detail %q at status.conditions[1].status", ps[0], want)
+	}
+}
+
+// Pod (typed) and PodReady (unstructured) are one rule.
+func TestTypedPod(t *testing.T) {
+	cond := func(s corev1.ConditionStatus) []corev1.PodCondition {
+		return []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}, {Type: corev1.PodReady, Status: s}}
+	}
+	cases := []struct {
+		status corev1.PodStatus
+		want   bool
+	}{
+		{corev1.PodStatus{Phase: corev1.PodRunning, Conditions: cond(corev1.ConditionTrue)}, true},
+		{corev1.PodStatus{Phase: corev1.PodRunning, Conditions: cond(corev1.ConditionFalse)}, false},
+		{corev1.PodStatus{Phase: corev1.PodRunning}, false},
+		{corev1.PodStatus{Phase: corev1.PodPending, Conditions: cond(corev1.ConditionTrue)}, false},
+		{corev1.PodStatus{Phase: corev1.PodFailed, Conditions: cond(corev1.ConditionTrue)}, false},
+		{corev1.PodStatus{Phase: corev1.PodSucceeded, Conditions: cond(corev1.ConditionFalse)}, true},
+	}
+	for _, c := range cases {
+		p := &corev1.Pod{Status: c.status}
+		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		untyped, _ := PodReady(obj)
+		if got := Pod(p); got != c.want || untyped != c.want {
+			t.Errorf("%s %v: Pod = %v, PodReady = %v, want %v", c.status.Phase, c.status.Conditions, got, untyped, c.want)
+		}
 	}
 }

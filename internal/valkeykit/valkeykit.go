@@ -16,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/gauntlet-dev/gauntlet/internal/readiness"
 )
 
 // CreateValkey creates a headless Service and a StatefulSet of Valkey pods with a
@@ -81,7 +83,7 @@ func WaitReady(ctx context.Context, cs kubernetes.Interface, ns, name string, n 
 				last = err.Error()
 				break
 			}
-			if !podReady(p) {
+			if !readiness.Pod(p) {
 				last = fmt.Sprintf("%s is %s (%s)", p.Name, p.Status.Phase, describeStatus(p))
 				break
 			}
@@ -99,15 +101,6 @@ func WaitReady(ctx context.Context, cs kubernetes.Interface, ns, name string, n 
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func describeStatus(p *corev1.Pod) string {
