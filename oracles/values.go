@@ -243,20 +243,20 @@ func unquote(s string) string {
 	return s
 }
 
-// lineValue returns the value a text gives to key, comparing keys
-// case-insensitively: from a line "key value" (key=value, key: value,
+// lineValue returns the value a text gives to key, comparing keys in any case
+// and with or without '-' and '_' (log-level, log_level, logLevel): from a line "key value" (key=value, key: value,
 // --key=value; the last line wins, as in valkey.conf), or else from a command
 // line inside the text ("... --key value ...", "... --key=value ..."). ok is
 // false when the text does not set key.
 func lineValue(text, key string) (string, bool) {
-	if key == "" || !strings.Contains(strings.ToLower(text), strings.ToLower(key)) {
+	if key == "" || !strings.Contains(normName(text), normName(key)) {
 		return "", false
 	}
 	var val string
 	found := false
 	for _, line := range strings.Split(text, "\n") {
 		k, v, ok := configLine(line)
-		if ok && strings.EqualFold(k, key) {
+		if ok && normName(k) == normName(key) {
 			val, found = v, true
 		}
 	}
@@ -267,17 +267,21 @@ func lineValue(text, key string) (string, bool) {
 }
 
 // flagValue finds "--key value" or "--key=value" (one or two dashes, or none)
-// in command-line arguments; the last occurrence wins.
+// in command-line arguments; the last occurrence wins. The flag's name matches
+// key in any case and with or without '-' and '_' between words, as operators
+// turn a field into a flag (CloudNativePG's spec.logLevel: --log-level=info).
 func flagValue(args []string, key string) (string, bool) {
+	nk := normName(key)
 	var val string
 	found := false
 	for i, a := range args {
 		a = strings.TrimLeft(a, "-")
+		name, v, hasValue := strings.Cut(a, "=")
 		switch {
-		case strings.EqualFold(a, key) && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-"):
+		case hasValue && name != "" && normName(name) == nk:
+			val, found = unquote(v), true
+		case !hasValue && normName(a) == nk && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-"):
 			val, found = unquote(args[i+1]), true
-		case len(a) > len(key) && a[len(key)] == '=' && strings.EqualFold(a[:len(key)], key):
-			val, found = unquote(a[len(key)+1:]), true
 		}
 	}
 	return val, found
