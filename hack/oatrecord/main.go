@@ -22,7 +22,8 @@
 //	go run ./hack/oatrecord            # from the repository root
 //	go run ./hack/oatrecord -only clean-failover
 //
-// It needs valkey-server (or redis-server) on PATH. The fixtures are committed:
+// It needs valkey-server (or redis-server, or $GAUNTLET_VALKEY_SERVER), started as
+// the tests start theirs (internal/valkeytest). The fixtures are committed:
 // tests never run it.
 package main
 
@@ -35,19 +36,18 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	vk "github.com/valkey-io/valkey-go"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/gauntlet-dev/gauntlet/internal/valkeytest"
 	"github.com/gauntlet-dev/gauntlet/model"
 	"github.com/gauntlet-dev/gauntlet/monitors"
 )
@@ -68,15 +68,15 @@ func main() {
 	only := flag.String("only", "", "record only this scenario")
 	base := flag.Int("port", 16400, "port of the first scenario (each scenario takes the next)")
 	flag.Parse()
-	bin := "valkey-server"
-	if _, err := exec.LookPath(bin); err != nil {
-		bin = "redis-server"
+	if _, err := valkeytest.Binary(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
 	for i, sc := range scenarios() {
 		if *only != "" && sc.name != *only {
 			continue
 		}
-		if err := record(bin, *out, *base+i, sc); err != nil {
+		if err := record(*out, *base+i, sc); err != nil {
 			fmt.Fprintf(os.Stderr, "record %s: %v\n", sc.name, err)
 			os.Exit(1)
 		}
@@ -96,7 +96,7 @@ type scenario struct {
 	play     func(c *cluster) error // the transition; returns when the "operator" is done
 }
 
-func record(bin, out string, port int, sc scenario) error {
+func record(out string, port int, sc scenario) error {
 	dir, err := os.MkdirTemp("", "record-")
 	if err != nil {
 		return err
@@ -106,7 +106,7 @@ func record(bin, out string, port int, sc scenario) error {
 		mon: monitors.NewValkeyMonitor(monitors.ValkeyMonitorOptions{Port: port, Timeout: 80 * time.Millisecond})}
 	defer c.stop()
 	for i := range podIPs {
-		if err := c.start(bin, dir, i, port); err != nil {
+		if err := c.start(dir, i, port); err != nil {
 			return err
 		}
 	}
@@ -227,7 +227,7 @@ type server struct {
 	pod  string
 	ip   string
 	port int
-	cmd  *exec.Cmd
+	proc *valkeytest.Server
 	auth string
 }
 
@@ -263,45 +263,33 @@ type cluster struct {
 	dirs    []string // data folders of restarted servers
 }
 
-func (c *cluster) start(bin, dir string, i, port int) error {
-	d := filepath.Join(dir, strconv.Itoa(i))
-	if err := os.MkdirAll(d, 0o755); err != nil {
-		return err
-	}
+func (c *cluster) start(dir string, i, port int) error {
 	s := &server{pod: fmt.Sprintf("cache-%d", i), ip: fmt.Sprintf("127.0.0.%d", i+2), port: port}
-	cmd := serverCmd(bin, s, d)
-	if err := cmd.Start(); err != nil {
+	p, err := launch(s, filepath.Join(dir, strconv.Itoa(i)))
+	if err != nil {
 		return err
 	}
-	s.cmd = cmd
+	s.proc = p
 	c.srv = append(c.srv, s)
-	for range 100 {
-		if _, err := s.do("PING"); err == nil {
-			return nil
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return fmt.Errorf("%s did not start on port %d", bin, port)
+	return nil
 }
 
-// serverCmd runs a server for s with data in dir and the extra arguments,
-// listening on its pod IP; it announces that IP to its
-// primary (a replica's connections come from 127.0.0.1, where a pod's come from
-// its IP), so that FAILOVER TO finds the replica by its address.
-func serverCmd(bin string, s *server, dir string, extra ...string) *exec.Cmd {
-	args := append([]string{"--port", strconv.Itoa(s.port), "--bind", s.ip, "--replica-announce-ip", s.ip, "--save", "", "--appendonly", "no", "--dir", dir,
-		"--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0"}, extra...)
-	cmd := exec.Command(bin, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the recorder
-	return cmd
+// launch starts the server of s (internal/valkeytest: no persistence) with its
+// files below dir and the extra arguments, listening on its pod IP; it
+// announces that IP to its primary (a replica's connections come from
+// 127.0.0.1, where a pod's come from its IP), so that FAILOVER TO finds the
+// replica by its address.
+func launch(s *server, dir string, extra ...string) (*valkeytest.Server, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	args := append([]string{"--replica-announce-ip", s.ip, "--repl-diskless-sync", "yes"}, extra...)
+	return valkeytest.Start(ctx, valkeytest.Options{Host: s.ip, Port: s.port, Dir: dir, Args: args})
 }
 
 func (c *cluster) stop() {
 	c.mon.Close()
 	for _, s := range c.srv {
-		_ = s.cmd.Process.Signal(syscall.SIGCONT)
-		_ = s.cmd.Process.Kill()
-		_ = s.cmd.Wait()
+		s.proc.Stop()
 	}
 	for _, d := range c.dirs {
 		_ = os.RemoveAll(d)
@@ -349,14 +337,14 @@ func roleAt(i int, role string) []string {
 }
 
 func (c *cluster) freeze(i int, kind string) {
-	_ = c.srv[i].cmd.Process.Signal(syscall.SIGSTOP)
+	_ = c.srv[i].proc.Pause()
 	c.mu.Lock()
 	c.faults = append(c.faults, model.Fault{Kind: kind, Targets: []string{c.srv[i].pod}, Injected: time.Now()})
 	c.mu.Unlock()
 }
 
 func (c *cluster) thaw(i int) {
-	_ = c.srv[i].cmd.Process.Signal(syscall.SIGCONT)
+	_ = c.srv[i].proc.Resume()
 	c.mu.Lock()
 	for j := range c.faults {
 		if c.faults[j].Targets[0] == c.srv[i].pod && c.faults[j].Removed.IsZero() {

@@ -3,9 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/model"
@@ -211,10 +209,7 @@ func scenarios() []scenario {
 			play: func(c *cluster) error {
 				time.Sleep(200 * time.Millisecond)
 				now := time.Now()
-				_ = c.srv[2].cmd.Process.Kill()
-				_ = c.srv[2].cmd.Wait()
-				c.srv[2].cmd = exec.Command("true") // stop() has nothing left to end
-				_ = c.srv[2].cmd.Run()
+				c.srv[2].proc.Stop()
 				c.mu.Lock()
 				c.faults = append(c.faults, model.Fault{Kind: "container-crash", Targets: []string{"cache-2"}, Injected: now, Removed: now.Add(time.Millisecond)})
 				c.mu.Unlock()
@@ -252,29 +247,21 @@ func stalePromotion(c *cluster) error {
 // replica (what the bundled operator's pods do at start), without data.
 func (c *cluster) restart(i int) error {
 	s := c.srv[i]
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	_ = s.cmd.Wait()
+	s.proc.Stop()
 	d, err := os.MkdirTemp("", "record-restart-")
 	if err != nil {
 		return err
 	}
-	cmd := serverCmd(s.cmd.Path, s, d, "--replicaof", "127.0.0.1", "1")
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	s.cmd = cmd
-	s.auth = ""
 	c.dirs = append(c.dirs, d)
-	for range 100 {
-		if _, err := s.do("PING"); err == nil {
-			for k, v := range c.desired {
-				_, _ = s.do("CONFIG", "SET", k, v)
-			}
-			return nil
-		}
-		time.Sleep(20 * time.Millisecond)
+	p, err := launch(s, d, "--replicaof", "127.0.0.1", "1")
+	if err != nil {
+		return fmt.Errorf("restart %s: %w", s.pod, err)
 	}
-	return fmt.Errorf("%s did not restart", s.pod)
+	s.proc, s.auth = p, ""
+	for k, v := range c.desired {
+		_, _ = s.do("CONFIG", "SET", k, v)
+	}
+	return nil
 }
 
 // waitLink waits until replica i's link is up.
