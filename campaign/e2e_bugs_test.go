@@ -64,6 +64,14 @@ func TestE2ECatchesSeededFailoverBug(t *testing.T) {
 // campaign for the first n of its test cases (with its faults).
 func runSeededBug(ctx context.Context, t *testing.T, name string, minimize bool, n int) (campaign.Config, *campaign.Result, string) {
 	t.Helper()
+	return runBugCampaign(ctx, t, name, true, minimize, n)
+}
+
+// runBugCampaign runs the benchmark's campaign of the seeded bug name (its
+// first n test cases, its faults and example CRs) against the operator built
+// with the bug's patch, or, when patched is false, against the clean operator.
+func runBugCampaign(ctx context.Context, t *testing.T, name string, patched, minimize bool, n int) (campaign.Config, *campaign.Result, string) {
+	t.Helper()
 	testenv.SkipShort(t)
 	testenv.NeedRoot(t)
 	testenv.NeedE2E(t, local.ControlPlaneBinDir())
@@ -88,8 +96,16 @@ func runSeededBug(ctx context.Context, t *testing.T, name string, minimize bool,
 	if d := os.Getenv("GAUNTLET_E2E_KEEP"); d != "" {
 		dir = d
 	}
+	patch := bug.Patch
+	if !patched {
+		patch = ""
+		dir = filepath.Join(dir, "clean") // apart from the patched run's (GAUNTLET_E2E_KEEP)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	bin := filepath.Join(dir, "valkey-operator")
-	if err := bugs.BuildOperator(ctx, root, bug.Patch, bin); err != nil {
+	if err := bugs.BuildOperator(ctx, root, patch, bin); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "results")
