@@ -43,6 +43,9 @@ func coreKnown(p *crd.Property) []string {
 	case name == "restartPolicy" && owner == "spec" && inPodTemplate(p):
 		// A workload's pod template restarts always.
 		return []string{"Always"}
+	case name == "dnsPolicy" && p.Parent != nil && (p.Parent.Field("dnsConfig") == nil || p.Parent.Field("dnsConfig").Field("nameservers") == nil):
+		// None needs name servers in a dnsConfig the CRD cannot carry here.
+		return []string{"ClusterFirst", "ClusterFirstWithHostNet", "Default"}
 	case owner == "resizePolicy" && name == "resourceName":
 		return []string{"cpu", "memory"}
 	case (owner == "dataSource" || owner == "dataSourceRef") && name == "kind":

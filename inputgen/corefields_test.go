@@ -83,6 +83,19 @@ func TestCoreRefusals(t *testing.T) {
 			return "", true
 		})
 	})
+	t.Run("dnsPolicy None only where a dnsConfig can be", func(t *testing.T) {
+		check(t, "spec.pod", func(m map[string]any) (string, bool) {
+			p, set := m["dnsPolicy"]
+			if p == "None" {
+				return "dnsPolicy None in a pod spec without dnsConfig", true
+			}
+			return "", set
+		})
+		// Nor is None drawn there (and then undone).
+		if known := knownValues(s.Lookup("spec.pod.dnsPolicy")); len(known) == 0 || containsString(known, "None") {
+			t.Errorf("values drawn for spec.pod.dnsPolicy: %v, want some, not None", known)
+		}
+	})
 	t.Run("divisor fits its resource", func(t *testing.T) {
 		cpu := []string{"1m", "1"}
 		mem := []string{"1", "1k", "1M", "1G", "1T", "1P", "1E", "1Ki", "1Mi", "1Gi", "1Ti", "1Pi", "1Ei"}
