@@ -2,58 +2,39 @@ package valkey_test
 
 import (
 	"context"
-	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/gauntlet-dev/gauntlet/internal/pki"
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 	"github.com/gauntlet-dev/gauntlet/internal/valkeytest"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/valkey"
 )
 
-// testCA is a throwaway CA (internal/pki's) whose certificate is dir/ca.crt.
-type testCA struct {
-	ca  *pki.CA
-	dir string
-}
-
-func newPKI(t *testing.T) *testCA {
+func newPKI(t *testing.T) *valkeytest.PKI {
 	t.Helper()
-	ca, err := pki.NewCA("test CA")
+	p, err := valkeytest.NewPKI()
 	if err != nil {
-		t.Fatal(err)
-	}
-	p := &testCA{ca: ca, dir: t.TempDir()}
-	if err := os.WriteFile(filepath.Join(p.dir, "ca.crt"), ca.CertPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return p
 }
 
-// issue writes a server/client certificate for the given IPs and DNS names and
-// returns the paths of the certificate and key, and their PEM.
-func (p *testCA) issue(t *testing.T, name string, ips []net.IP, dns []string) (certFile, keyFile string, certPEM, keyPEM []byte) {
+// issue writes a server/client certificate for the given IPs and DNS names.
+func issue(t *testing.T, p *valkeytest.PKI, ips, dns []string) *valkeytest.Cert {
 	t.Helper()
-	pair, err := p.ca.Issue(pki.Request{CommonName: name, IPs: ips, DNSNames: dns, Server: true, Client: true})
+	c, err := p.Issue(t.TempDir(), ips, dns)
 	if err != nil {
 		t.Fatal(err)
 	}
-	certFile, keyFile, err = pair.Write(p.dir, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return certFile, keyFile, pair.CertPEM, pair.KeyPEM
+	return c
 }
 
-func startTLS(t *testing.T, p *testCA, cert, key string, extra ...string) *valkeytest.Server {
+func startTLS(t *testing.T, c *valkeytest.Cert, extra ...string) *valkeytest.Server {
 	t.Helper()
 	if _, err := valkeytest.Binary(); err != nil {
 		testenv.Unavailable(t, "%v", err)
 	}
-	args := append([]string{"--tls-cert-file", cert, "--tls-key-file", key, "--tls-ca-cert-file", filepath.Join(p.dir, "ca.crt"),
+	args := append([]string{"--tls-cert-file", c.CertPath, "--tls-key-file", c.KeyPath, "--tls-ca-cert-file", c.CAPath,
 		"--tls-auth-clients", "optional", "--tls-replication", "yes"}, extra...)
 	s, err := valkeytest.Start(context.Background(), valkeytest.Options{Dir: t.TempDir(), TLS: true, Args: args})
 	if err != nil {
@@ -71,13 +52,13 @@ func startTLS(t *testing.T, p *testCA, cert, key string, extra ...string) *valke
 // the settings the operator renders.
 func TestTLS(t *testing.T) {
 	p := newPKI(t)
-	ipCert, ipKey, certPEM, keyPEM := p.issue(t, "by-ip", []net.IP{net.ParseIP("127.0.0.1")}, nil)
-	dnsCert, dnsKey, _, _ := p.issue(t, "by-dns", nil, []string{"c-1.c-headless.ns.svc"})
-	byIP := startTLS(t, p, ipCert, ipKey)
-	byDNS := startTLS(t, p, dnsCert, dnsKey, "--replica-announce-ip", "127.0.0.1")
+	ipCert := issue(t, p, []string{"127.0.0.1"}, nil)
+	dnsCert := issue(t, p, nil, []string{"c-1.c-headless.ns.svc"})
+	byIP := startTLS(t, ipCert)
+	byDNS := startTLS(t, dnsCert, "--replica-announce-ip", "127.0.0.1")
 	pl := pool(t)
 	ctx := context.Background()
-	tlsm := &valkey.TLS{CA: p.ca.CertPEM, Cert: certPEM, Key: keyPEM}
+	tlsm := &valkey.TLS{CA: p.CAPEM, Cert: ipCert.CertPEM, Key: ipCert.KeyPEM}
 
 	if r, err := pl.Do(ctx, valkey.Endpoint{Addr: byIP.Addr, TLS: tlsm}, "PING"); err != nil || r.Str != "PONG" {
 		t.Fatalf("IP SAN: %v %v", r, err)
@@ -91,7 +72,7 @@ func TestTLS(t *testing.T) {
 		t.Fatal("a certificate naming neither the IP nor the server name was accepted")
 	}
 	other := newPKI(t)
-	if _, err := pl.Do(ctx, valkey.Endpoint{Addr: byIP.Addr, TLS: &valkey.TLS{CA: other.ca.CertPEM}}, "PING"); err == nil {
+	if _, err := pl.Do(ctx, valkey.Endpoint{Addr: byIP.Addr, TLS: &valkey.TLS{CA: other.CAPEM}}, "PING"); err == nil {
 		t.Fatal("a certificate from another CA was accepted")
 	}
 	if _, err := pl.Do(ctx, valkey.Endpoint{Addr: byIP.Addr}, "PING"); err == nil {
