@@ -799,12 +799,22 @@ func TestE2EBadInput(t *testing.T) {
 		if err := os.Chmod(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(exe, "-test.run=^TestNotRootHelper$")
-		cmd.Env = append(os.Environ(), "GAUNTLET_E2E_NOTROOT=1")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-		out, _ := cmd.CombinedOutput()
+		// A process forked elsewhere in this test binary between the write and
+		// its close-on-exec can hold the new file open for writing: exec then
+		// fails with ETXTBSY (golang/go#22315). Try again briefly.
+		var out []byte
+		for try := 0; ; try++ {
+			cmd := exec.Command(exe, "-test.run=^TestNotRootHelper$")
+			cmd.Env = append(os.Environ(), "GAUNTLET_E2E_NOTROOT=1")
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+			out, err = cmd.CombinedOutput()
+			if !errors.Is(err, syscall.ETXTBSY) || try == 20 {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 		if !strings.Contains(string(out), ErrNotRoot.Error()) {
-			t.Fatalf("as uid 65534: %s; want %q", out, ErrNotRoot)
+			t.Fatalf("as uid 65534: %s (%v); want %q", out, err, ErrNotRoot)
 		}
 	})
 	t.Run("image the mapping cannot satisfy", func(t *testing.T) {

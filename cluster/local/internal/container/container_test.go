@@ -99,8 +99,26 @@ func start(t testing.TB, spec Spec) *Process {
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
+	pin(p)
 	t.Cleanup(func() { stopAndCheck(t, p) })
 	return p
+}
+
+// pins holds, per started container, a duplicate of its mount-namespace file:
+// a namespace's inode number is reused as soon as the namespace is freed, so
+// without the pin the check after Stop counted processes of another
+// container (of a test running beside it) that got the same number.
+var pins sync.Map // *Process → int (fd)
+
+func pin(p *Process) {
+	p.nsMu.RLock()
+	defer p.nsMu.RUnlock()
+	if p.nsFile == nil {
+		return // already gone: nothing to pin, nothing to count
+	}
+	if fd, err := unix.FcntlInt(p.nsFile.Fd(), unix.F_DUPFD_CLOEXEC, 0); err == nil {
+		pins.Store(p, fd)
+	}
 }
 
 func stopAndCheck(t testing.TB, p *Process) {
@@ -113,8 +131,11 @@ func stopAndCheck(t testing.TB, p *Process) {
 	case <-ctx.Done():
 		t.Fatalf("container %s not reaped after Stop", p.id)
 	}
-	if n := countInNamespace(p.mntNS); n != 0 {
-		t.Errorf("container %s: %d processes left in its mount namespace", p.id, n)
+	if fd, ok := pins.LoadAndDelete(p); ok {
+		if n := countInNamespace(p.mntNS); n != 0 {
+			t.Errorf("container %s: %d processes left in its mount namespace", p.id, n)
+		}
+		_ = unix.Close(fd.(int))
 	}
 	if _, err := os.Stat(p.pidPath); err == nil {
 		t.Errorf("container %s: PID record %s left", p.id, p.pidPath)
