@@ -662,7 +662,16 @@ var genericNames = map[string]bool{
 // configuration line setting the key, two or more trailing path segments in
 // common, or one segment that is not a generic name.
 func telling(c candidate, key string) bool {
-	return c.line || c.score >= 2 || !genericNames[normName(key)]
+	if c.line || c.score >= 2 {
+		return true
+	}
+	// One shared name, and either side generic: "hostname" ends with the
+	// metadata.name of every object, which says nothing of where it went.
+	field := ""
+	if ks := c.n.path.Keys(); len(ks) > 0 {
+		field = ks[len(ks)-1]
+	}
+	return !genericNames[normName(key)] && !genericNames[normName(field)]
 }
 
 // candidates are the fields of the state reached closest to the property by
