@@ -115,8 +115,11 @@ func TestE2ECoreValidation(t *testing.T) {
 	if a.accepted != a.valid {
 		t.Errorf("%d of %d valid test cases refused, e.g. %v", a.valid-a.accepted, a.valid, a.refusals)
 	}
-	if plan.Stats.Core.Misoperation == 0 || plan.Stats.Core.Checked == 0 {
-		t.Errorf("core stats %+v: the server refused nothing this CRD's generator draws (it did before)", *plan.Stats.Core)
+	// The server's refusals are proven by the table above; drawing now keeps
+	// Kubernetes' rules itself (corefields.go), so this plan may need no repair.
+	// That the generator consulted the server is what is checked here.
+	if plan.Stats.Core.Checked == 0 {
+		t.Errorf("core stats %+v: the generator never consulted the API server", *plan.Stats.Core)
 	}
 	if plan.Stats.Coverage < 0.97 {
 		t.Errorf("coverage %.1f%%", 100*plan.Stats.Coverage)
