@@ -306,11 +306,12 @@ func (c *caseCtx) completeCore(node *crd.Property, m map[string]any) {
 	}
 }
 
-// refTypes are the core types that reference an object by name (Kubernetes requires the name
-// though the Go type allows it empty).
+// refTypes are the core types that reference an object by name, which Kubernetes requires though
+// the Go type allows it empty (not a bare LocalObjectReference: an image pull secret without a
+// name is only warned about).
 var refTypes = map[string]bool{
 	"SecretKeySelector": true, "ConfigMapKeySelector": true, "SecretEnvSource": true, "ConfigMapEnvSource": true,
-	"LocalObjectReference": true, "ConfigMapVolumeSource": true, "ConfigMapProjection": true, "SecretProjection": true,
+	"ConfigMapVolumeSource": true, "ConfigMapProjection": true, "SecretProjection": true,
 }
 
 // oneOf is a group of fields of a core type of which at most one may be set (exactly one when
