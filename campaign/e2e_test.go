@@ -51,7 +51,7 @@ func e2eSetup(t *testing.T) (*targets.Target, local.Provider) {
 	}
 	// Small scale first: one replica, no persistence.
 	tg.Seed["spec"] = map[string]any{"replicas": int64(1), "image": "valkey/valkey:8.1", "config": map[string]any{"maxmemory": "100mb"}}
-	tg.Properties = []string{"spec.replicas", "spec.config", "spec.auth.passwordSecret.name"}
+	tg.Properties = []string{"spec.replicas", "spec.config", "spec.auth.passwordSecret", "spec.auth.passwordSecret.name"}
 	state := t.TempDir()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if os.Getenv("GAUNTLET_E2E_LOG") != "" {
@@ -65,8 +65,10 @@ var e2eCases = map[string]bool{
 	"spec.config#config/remove-key":        true,
 	"spec.config#config/add-key":           true,
 	// Auth on, naming the Secret the target's fixture creates: the monitor and the
-	// workload must follow with the password.
-	"spec.auth.passwordSecret.name#string/pool": true,
+	// workload must follow with the password. (The object/add case now completes
+	// the new reference from the target's value pool, so it holds what the
+	// name's pool case held, and that case is merged into it.)
+	"spec.auth.passwordSecret#object/add": true,
 }
 
 func TestE2ECleanCampaign(t *testing.T) {
