@@ -160,24 +160,71 @@ func dnsChar(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-'
 }
 
-func normalizeStrings(v any, ns string) any {
+// normalizeStrings replaces, in every string of v, the test namespace ns by a
+// placeholder and each pod IP of ips by its pod's placeholder (whole words).
+func normalizeStrings(v any, ns string, ips map[string]string) any {
 	switch n := v.(type) {
 	case map[string]any:
 		for k, c := range n {
-			n[k] = normalizeStrings(c, ns)
+			n[k] = normalizeStrings(c, ns, ips)
 		}
 	case []any:
 		for i, c := range n {
-			n[i] = normalizeStrings(c, ns)
+			n[i] = normalizeStrings(c, ns, ips)
 		}
 	case string:
 		s := replaceWord(n, ns, nsPlaceholder)
+		for ip, by := range ips {
+			s = replaceWord(s, ip, by)
+		}
 		if strings.Contains(s, "kube-api-access-") {
 			s = apiAccessRE.ReplaceAllString(s, "kube-api-access-*")
 		}
 		return s
 	}
 	return v
+}
+
+// podIPs maps the IPs of the test namespace's pods in a snapshot to a
+// placeholder naming the pod ("<podIP example-2>"), so that an operator's
+// record of its pods' addresses (CloudNativePG's Cluster
+// status.instancesReportedState.*.ip) compares equal across runs whose pods got
+// other addresses. Pods of generated names are named by their stem.
+func podIPs(s *model.Snapshot, ns string) map[string]string {
+	ips := map[string]string{}
+	for key, obj := range s.Objects {
+		k, ok := model.ParseObjectKey(key)
+		if !ok || k.Kind != "Pod" || k.Group != "" || k.Namespace != ns || obj == nil {
+			continue
+		}
+		status, _ := obj["status"].(map[string]any)
+		if status == nil {
+			continue
+		}
+		name := k.Name
+		if stem, _, generated := identity(obj, k.Name); generated {
+			name = stem
+		}
+		var addrs []string
+		if ip, ok := status["podIP"].(string); ok {
+			addrs = append(addrs, ip)
+		}
+		if l, ok := status["podIPs"].([]any); ok {
+			for _, e := range l {
+				if m, ok := e.(map[string]any); ok {
+					if ip, ok := m["ip"].(string); ok {
+						addrs = append(addrs, ip)
+					}
+				}
+			}
+		}
+		for _, ip := range addrs {
+			if ip != "" {
+				ips[ip] = "<podIP " + name + ">"
+			}
+		}
+	}
+	return ips
 }
 
 // historyOnly reports a ReplicaSet scaled to zero: an old revision of a
@@ -199,6 +246,7 @@ func buildView(s *model.Snapshot, o viewOptions) []*objView {
 		return nil
 	}
 	ns := testNamespace(s)
+	ips := podIPs(s, ns)
 	var out []*objView
 	for _, key := range s.Keys() {
 		k, ok := model.ParseObjectKey(key)
@@ -214,7 +262,7 @@ func buildView(s *model.Snapshot, o viewOptions) []*objView {
 			continue
 		}
 		stem, match, gen := identity(raw, k.Name)
-		norm := normalizeStrings(masked, ns).(map[string]any)
+		norm := normalizeStrings(masked, ns, ips).(map[string]any)
 		if md, ok := norm["metadata"].(map[string]any); ok {
 			if _, has := md["namespace"]; has && k.Namespace == ns {
 				md["namespace"] = nsPlaceholder
