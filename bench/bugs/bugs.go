@@ -489,7 +489,19 @@ func RunOne(ctx context.Context, o Options, b Bug) (row Row) {
 	first := ""
 	for _, g := range res.Groups {
 		if g.Misoperation {
-			row.Misop[g.Oracle] = append(row.Misop[g.Oracle], g.Signature)
+			// A misoperation group is one per cause: file it under each oracle
+			// its findings come from (recovery, consistency, ...), as the
+			// expected oracles name them.
+			seen := map[string]bool{}
+			for _, f := range g.Findings {
+				if !seen[f.Oracle] {
+					seen[f.Oracle] = true
+					row.Misop[f.Oracle] = append(row.Misop[f.Oracle], g.Signature)
+				}
+			}
+			if len(seen) == 0 {
+				row.Misop[g.Oracle] = append(row.Misop[g.Oracle], g.Signature)
+			}
 		} else {
 			row.Alarms++
 			row.Oracles[g.Oracle]++
