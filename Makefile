@@ -76,7 +76,7 @@ demo: deps controlplane coredns build
 ## test: every test, end-to-end ones included (needs root). In CI (CI=true) any skip not
 ## listed in .ci/allowed-skips fails the run (hack/skipcheck), and so does an
 ## end-to-end test whose environment is missing (internal/testenv).
-test: deps tools controlplane coredns certmanager build
+test: deps tools controlplane coredns certmanager cnpg build
 	@echo "test: go vet" >&2
 	@$(GO) vet ./...
 	@echo "test: go test ./... (end-to-end tests start real clusters; this takes a few minutes)" >&2
