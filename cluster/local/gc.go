@@ -106,10 +106,8 @@ func liveClusterNamed(name, self string) bool {
 			return true
 		}
 		for _, info := range infos {
-			if info.Name != name || filepath.Clean(info.Dir) == filepath.Clean(self) {
-				continue
-			}
-			if _, alive, _ := pidfile.Alive(ownerRecord(info.Dir)); alive {
+			// List has checked the owner (Info.Running).
+			if info.Name == name && info.Running && filepath.Clean(info.Dir) != filepath.Clean(self) {
 				return true
 			}
 		}
