@@ -137,19 +137,3 @@ func Unmapped(rules []Rule, operatorBinary string, imgs []string) ([]string, err
 	sort.Strings(out)
 	return out, nil
 }
-
-// Simulated returns the images among imgs whose matching rule (rules first,
-// then the shipped defaults) simulates them, with the rule's name.
-func Simulated(rules []Rule, operatorBinary string, imgs []string) (map[string]string, error) {
-	m, err := images.New(append(append([]Rule(nil), rules...), images.DefaultRules(images.Options{OperatorBinary: operatorBinary})...), images.Options{})
-	if err != nil {
-		return nil, fmt.Errorf("image mapping: %w", err)
-	}
-	out := map[string]string{}
-	for _, img := range imgs {
-		if r, ok := m.Match(img); ok && r.Simulate {
-			out[img] = label(r)
-		}
-	}
-	return out, nil
-}

@@ -15,13 +15,6 @@ func TestUnmapped(t *testing.T) {
 	if want := []string{"quay.io/other/op:v2", "unknown:1"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("Unmapped = %q, want %q (user rules and shipped defaults both map)", got, want)
 	}
-	sim, err := Simulated(nil, "", []string{"oliver006/redis_exporter:v1", "valkey/valkey:8"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(sim, map[string]string{"oliver006/redis_exporter:v1": "redis-exporter"}) {
-		t.Errorf("Simulated = %v", sim)
-	}
 }
 
 func TestExpand(t *testing.T) {
