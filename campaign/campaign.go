@@ -643,32 +643,35 @@ func (r *runner) resumeWorker(ctx context.Context, sess *session, w int, plan *i
 // with in.prevDesired. It returns the last rollback step's record and snapshot,
 // and the index of the step after it.
 func (r *runner) rollBack(ctx context.Context, sess *session, in stepInput, rec *StepRecord, snap *model.Snapshot, skip Cursor, prog *progress) (*StepRecord, *model.Snapshot, int, error) {
-	d, prevD := in.desired, in.prevDesired
-	index := in.index + 1
-	rb, rsnap, err := sess.run(ctx, stepInput{worker: in.worker, index: index, kind: model.StepRollback, testCase: in.testCase, misop: in.misop, cause: in.cause,
-		changed: changedPaths(d, prevD), desired: prevD, prevDesired: d, prev: snap, reference: in.prev,
-		recreate: in.recreate, caseBase: in.caseBase, cursor: skip, prevID: rec.ID()})
+	back := stepInput{worker: in.worker, index: in.index + 1, kind: model.StepRollback, testCase: in.testCase, misop: in.misop, cause: in.cause,
+		changed: changedPaths(in.desired, in.prevDesired), desired: in.prevDesired, prevDesired: in.desired, prev: snap, reference: in.prev,
+		recreate: in.recreate, caseBase: in.caseBase, cursor: skip, prevID: rec.ID()}
+	if in.misop {
+		// Going back to the valid D(i-1) after a misoperation is a cause of its
+		// own: an operator that cannot recover from the misoperation (seeded
+		// bug 03) must not hide in the misoperation's group, which the clean
+		// operator shares. (A rollback the harness itself finds a misoperation
+		// keeps its own reason.)
+		back.cause = "recovering from a misoperation: " + in.cause
+	}
+	rb, rsnap, err := sess.run(ctx, back)
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	index++
 	if rb.Alarm() {
 		prog.alarms.Add(1)
 	}
-	if !jsonEqual(rb.Current, prevD) && !in.recreate {
+	if !jsonEqual(rb.Current, in.prevDesired) && !in.recreate {
 		// The API server refused to go back: delete and re-create the CR.
-		rb, rsnap, err = sess.run(ctx, stepInput{worker: in.worker, index: index, kind: model.StepRollback, testCase: in.testCase, misop: in.misop, cause: in.cause,
-			changed: changedPaths(d, prevD), desired: prevD, prevDesired: d, prev: rsnap, reference: in.prev,
-			recreate: true, caseBase: in.caseBase, cursor: skip, prevID: rb.ID()})
-		if err != nil {
+		back.index, back.prev, back.recreate, back.prevID = back.index+1, rsnap, true, rb.ID()
+		if rb, rsnap, err = sess.run(ctx, back); err != nil {
 			return nil, nil, 0, err
 		}
-		index++
 		if rb.Alarm() {
 			prog.alarms.Add(1)
 		}
 	}
-	return rb, rsnap, index, nil
+	return rb, rsnap, back.index + 1, nil
 }
 
 // faultDue draws the fault due after the applied-th converged desired state (rec,

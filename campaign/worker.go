@@ -369,13 +369,6 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 	if in.misop && cause == "" {
 		cause = fmt.Sprintf("test case %s is labelled a misoperation", in.testCase)
 	}
-	if in.misop && in.kind == model.StepRollback {
-		// Going back to the valid D(i-1) after a misoperation is a cause of its
-		// own: an operator that cannot recover from the misoperation (seeded
-		// bug 03) must not hide in the misoperation's group, which the clean
-		// operator shares.
-		cause = "recovering from a misoperation: " + cause
-	}
 	for i := range findings {
 		findings[i].Step = rec.ID()
 		findings[i].Misoperation = in.misop
