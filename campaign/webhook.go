@@ -18,21 +18,21 @@ func isWebhookUnreachable(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "failed calling webhook")
 }
 
-// retryWebhook runs apply, and runs it again every half second for up to
+// retryWebhook runs apply, and runs it again (poll's interval) for up to
 // settle while it fails because an admission webhook cannot be called: right
 // after an operator's install its webhook serves before its CA bundle is
 // injected (cert-manager's cainjector). Any other error returns at once.
 func retryWebhook(ctx context.Context, settle time.Duration, apply func() error) error {
-	deadline := time.Now().Add(settle)
-	for {
-		err := apply()
-		if !isWebhookUnreachable(err) || time.Now().After(deadline) {
-			return err
+	var last error
+	err := poll(ctx, settle, func() (bool, error) {
+		last = apply()
+		if last != nil && !isWebhookUnreachable(last) {
+			return false, last
 		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(500 * time.Millisecond):
-		}
+		return last == nil, nil
+	})
+	if err != nil && last != nil {
+		return last
 	}
+	return err
 }
