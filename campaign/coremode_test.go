@@ -5,8 +5,6 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
-
-	"github.com/gauntlet-dev/gauntlet/targets"
 )
 
 // TestCoreCheckMode: with a shard, auto requires the check, so no shard silently plans without
@@ -97,14 +95,7 @@ func (v *countingValidator) Validate(context.Context, map[string]any) (string, e
 // TestSelectCasesUsesCoreValidator: the dry run and the campaign plan with the configured
 // validator (gauntlet run --validate-core), and the plan says so.
 func TestSelectCasesUsesCoreValidator(t *testing.T) {
-	root, err := targets.FindRepoRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tg, err := targets.Valkey(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tg := valkeyTarget(t)
 	v := &countingValidator{}
 	plan, _, err := SelectCases(context.Background(), Config{Target: tg, Seed: 1, Plan: PlanOptions{CoreValidator: v}})
 	if err != nil {

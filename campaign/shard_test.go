@@ -68,14 +68,7 @@ func TestParseShard(t *testing.T) {
 // unsharded campaign's order, each shard stays in that order, and a shard is
 // the same for the same seed (with MaxSteps bounding the whole plan).
 func TestShardsOfValkeyPlan(t *testing.T) {
-	root, err := targets.FindRepoRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tg, err := targets.Valkey(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tg := valkeyTarget(t)
 	ctx := context.Background()
 	const seed = 3
 	plan, err := Plan(ctx, tg, seed, PlanOptions{})
@@ -217,4 +210,18 @@ func writePlan(t *testing.T, dir string, plan *inputgen.Plan) {
 	if err := plan.WriteJSON(f); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// valkeyTarget loads the built-in Valkey target from the repository.
+func valkeyTarget(t *testing.T) *targets.Target {
+	t.Helper()
+	root, err := targets.FindRepoRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, err := targets.Valkey(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tg
 }
