@@ -9,20 +9,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gauntlet-dev/gauntlet/campaign"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/apicheck"
 	"github.com/gauntlet-dev/gauntlet/inputgen"
 )
 
-// Modes of --validate-core.
-const (
-	validateCoreAuto = "auto"
-	validateCoreOn   = "on"
-	validateCoreOff  = "off"
-)
-
 func newGenCmd(g *globals) *cobra.Command {
 	var o inputgen.GenOptions
-	validateCore := validateCoreAuto
+	validateCore := campaign.CoreCheckAuto
 	cmd := &cobra.Command{
 		Use:   "gen --crd FILE --seed CR.yaml [--out DIR]",
 		Short: "Generate the test plan and desired states for a CRD (no cluster needed)",
@@ -72,7 +66,7 @@ GAUNTLET_LLM_API_KEY or OPENAI_API_KEY. --llm-cache alone replays cached answers
 	f.BoolVar(&o.Lenient, "lenient", false, "drop seed fields the CRD schema does not declare with a warning (default: refuse the seed, naming them)")
 	f.StringVar(&o.Kind, "kind", "", "kind (default: the seed's kind)")
 	f.IntVar(&o.Workers, "workers", 0, "generation workers (default: number of CPUs)")
-	f.StringVar(&validateCore, "validate-core", validateCoreAuto, "judge core-typed values with a real API server's dry run: auto (when the control plane is built), on (fail without it), off")
+	f.StringVar(&validateCore, "validate-core", campaign.CoreCheckAuto, "judge core-typed values with a real API server's dry run: auto (when the control plane is built), on (fail without it), off")
 	f.StringVar(&o.LLM.BaseURL, "llm-base-url", "", "OpenAI-compatible endpoint for LLM-proposed values")
 	f.StringVar(&o.LLM.Model, "llm-model", "", "model name for LLM-proposed values")
 	f.StringVar(&o.LLM.CacheFile, "llm-cache", "", "cache of LLM answers (commit it with the target to replay offline)")
@@ -86,9 +80,9 @@ GAUNTLET_LLM_API_KEY or OPENAI_API_KEY. --llm-cache alone replays cached answers
 // warning).
 func startCoreValidator(ctx context.Context, mode string, log *slog.Logger) (*apicheck.Server, error) {
 	switch mode {
-	case validateCoreOff:
+	case campaign.CoreCheckOff:
 		return nil, nil
-	case validateCoreAuto, validateCoreOn:
+	case campaign.CoreCheckAuto, campaign.CoreCheckOn:
 	default:
 		return nil, fmt.Errorf("--validate-core=%q: want auto, on or off", mode)
 	}
@@ -98,7 +92,7 @@ func startCoreValidator(ctx context.Context, mode string, log *slog.Logger) (*ap
 	case err == nil:
 		log.Info("API server for --validate-core ready", "took", time.Since(t0).Round(time.Millisecond))
 		return srv, nil
-	case mode == validateCoreOn:
+	case mode == campaign.CoreCheckOn:
 		return nil, fmt.Errorf("--validate-core=on: %w", err)
 	case errors.Is(err, apicheck.ErrUnavailable):
 		log.Warn("core-typed values are not judged by the API server (the control plane is not built: run `make controlplane`); pass --validate-core=off to silence this", "err", err)
