@@ -33,7 +33,7 @@ func (t *Target) Images() ([]string, error) {
 	return out, nil
 }
 
-// containerImages calls add with the image of every container and init
+// collectImages calls add with the image of every container and init
 // container found anywhere in obj (a Pod, a workload's pod template, a CronJob's
 // job template).
 func collectImages(obj any, add func(string)) {
