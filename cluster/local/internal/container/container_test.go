@@ -910,6 +910,7 @@ func TestConcurrentUse(t *testing.T) {
 				errs <- err
 				return
 			}
+			pin(p) // as start does: stopAndCheck counts leftovers only in a pinned namespace
 			procs[i] = p
 		}()
 	}
