@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -249,14 +250,15 @@ func unquote(s string) string {
 // line inside the text ("... --key value ...", "... --key=value ..."). ok is
 // false when the text does not set key.
 func lineValue(text, key string) (string, bool) {
-	if key == "" || !strings.Contains(normName(text), normName(key)) {
+	nk := normName(key)
+	if key == "" || !strings.Contains(normName(text), nk) {
 		return "", false
 	}
 	var val string
 	found := false
 	for _, line := range strings.Split(text, "\n") {
 		k, v, ok := configLine(line)
-		if ok && normName(k) == normName(key) {
+		if ok && normName(k) == nk {
 			val, found = v, true
 		}
 	}
@@ -305,9 +307,18 @@ func argsValue(v any, key string) (string, bool) {
 }
 
 // normName lowercases a field name and drops '-' and '_' for name affinity.
+// It is on the consistency oracle's hot path (every state string and argument
+// against every changed property), so it builds the result in one pass rather
+// than through a strings.Replacer made per call.
 func normName(s string) string {
-	s = strings.ToLower(s)
-	return strings.NewReplacer("-", "", "_", "").Replace(s)
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		if r != '-' && r != '_' {
+			b.WriteRune(unicode.ToLower(r))
+		}
+	}
+	return b.String()
 }
 
 // affinity counts how many trailing field names of a property path and a state
