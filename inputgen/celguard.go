@@ -2,6 +2,7 @@ package inputgen
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/cel-go/common"
@@ -107,28 +108,7 @@ func ruleGuards(p *parser.Parser, rule string) []guard {
 		if !pure {
 			continue
 		}
-		// A condition on values first; only then the absence of another field (which a setup
-		// would remove).
-		var fallback []guardCond
-		var chosen []guardCond
-		for _, d := range rest {
-			conds, ok := conditions(d, false)
-			if !ok || len(conds) == 0 {
-				continue
-			}
-			if onlyAbsence(conds) {
-				if fallback == nil {
-					fallback = conds
-				}
-				continue
-			}
-			chosen = conds
-			break
-		}
-		if chosen == nil {
-			chosen = fallback
-		}
-		if chosen != nil {
+		if chosen := pickConditions(rest); chosen != nil {
 			out = append(out, guard{guarded: a.path, when: chosen, rule: rule})
 		}
 	}
@@ -168,7 +148,7 @@ func ruleImplications(p *parser.Parser, rule string) []implication {
 			continue
 		}
 		trig := tc[0]
-		var chosen, fallback []guardCond
+		var rest []ast.Expr
 		for j, o := range disj {
 			if j == i {
 				continue
@@ -178,26 +158,11 @@ func ruleImplications(p *parser.Parser, rule string) []implication {
 					continue // !has(self.trigger): false once the trigger holds
 				}
 			}
-			if references(o, trig.path) {
-				continue
+			if !references(o, trig.path) {
+				rest = append(rest, o)
 			}
-			conds, ok := conditions(o, false)
-			if !ok || len(conds) == 0 {
-				continue
-			}
-			if onlyAbsence(conds) {
-				if fallback == nil {
-					fallback = conds
-				}
-				continue
-			}
-			chosen = conds
-			break
 		}
-		if chosen == nil {
-			chosen = fallback
-		}
-		if chosen != nil {
+		if chosen := pickConditions(rest); chosen != nil {
 			out = append(out, implication{trigger: trig, then: chosen, rule: rule})
 		}
 	}
@@ -324,7 +289,9 @@ func (g *Generator) repairImplied(p *crd.Property, d *draft) []*draft {
 				if err := ApplyChanges(cp, []Change{ch}); err != nil {
 					continue
 				}
-				added = append(added, prop.Path.String())
+				if n := prop.Path.String(); !containsString(added, n) {
+					added = append(added, n)
+				}
 			}
 		}
 		nd.steps = append(nd.steps, cp)
@@ -332,20 +299,28 @@ func (g *Generator) repairImplied(p *crd.Property, d *draft) []*draft {
 	if len(added) == 0 {
 		return nil
 	}
-	nd.description += " (also setting " + strings.Join(dedupe(added), ", ") + ", which a validation rule requires with it)"
+	nd.description += " (also setting " + strings.Join(added, ", ") + ", which a validation rule requires with it)"
 	return []*draft{nd}
 }
 
-func dedupe(in []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, s := range in {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
+// pickConditions returns the conditions of the first of the disjuncts that is a conjunction of
+// conditions on values, else of the first that only asks for other fields to be absent (which a
+// setup would remove), else nil.
+func pickConditions(disj []ast.Expr) []guardCond {
+	var fallback []guardCond
+	for _, d := range disj {
+		conds, ok := conditions(d, false)
+		if !ok || len(conds) == 0 {
+			continue
+		}
+		if !onlyAbsence(conds) {
+			return conds
+		}
+		if fallback == nil {
+			fallback = conds
 		}
 	}
-	return out
+	return fallback
 }
 
 func onlyAbsence(conds []guardCond) bool {
@@ -669,7 +644,7 @@ func fieldOperand(e ast.Expr) (guardCond, bool) {
 // that includes path itself.
 func presenceChain(e ast.Expr, path []string) bool {
 	if q, ok := presencePath(e); ok {
-		return equalPath(q, path)
+		return slices.Equal(q, path)
 	}
 	if _, ok := e.(notExpr); ok || e.Kind() != ast.CallKind || e.AsCall().FunctionName() != operators.LogicalAnd {
 		return false
@@ -687,7 +662,7 @@ func presenceChain(e ast.Expr, path []string) bool {
 		if !hasPrefix(path, q) {
 			return false
 		}
-		found = found || equalPath(q, path)
+		found = found || slices.Equal(q, path)
 	}
 	return found
 }
@@ -719,8 +694,6 @@ func hasPrefix(p, prefix []string) bool {
 	}
 	return true
 }
-
-func equalPath(a, b []string) bool { return len(a) == len(b) && hasPrefix(a, b) }
 
 // ruleGuardStats counts what guard inference found.
 type ruleGuardStats struct {
@@ -763,17 +736,7 @@ func (g *Generator) guardDep(obj *crd.Property, gd guard) (Dependency, string) {
 	if _, ok := pointerOf(obj.Path); !ok {
 		return Dependency{}, "declared inside a list or map: a dependency needs a fixed path"
 	}
-	at := func(rel []string) (*crd.Property, string) {
-		prop := obj
-		for _, name := range rel {
-			if prop = prop.Field(name); prop == nil {
-				return nil, ""
-			}
-		}
-		ptr, _ := pointerOf(prop.Path)
-		return prop, ptr
-	}
-	guarded, _ := at(gd.guarded)
+	guarded, _ := fieldAt(obj, gd.guarded)
 	if guarded == nil {
 		return Dependency{}, "the guarded field " + strings.Join(gd.guarded, ".") + " is not declared"
 	}
@@ -784,7 +747,7 @@ func (g *Generator) guardDep(obj *crd.Property, gd guard) (Dependency, string) {
 	var preds []Predicate
 	var setup []Change
 	for _, c := range gd.when {
-		prop, ptr := at(c.path)
+		prop, ptr := fieldAt(obj, c.path)
 		if prop == nil || prop.InsideList() {
 			return Dependency{}, "condition on " + strings.Join(c.path, ".") + ", which is not a declared field outside lists"
 		}
