@@ -54,8 +54,11 @@ func diffWith(at Path, a, b any, o DiffOptions, out *[]Change) {
 		if !ok {
 			break
 		}
-		keys := SortedKeys(x)
-		for _, k := range SortedKeys(y) {
+		keys := make([]string, 0, len(x)+len(y))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		for k := range y {
 			if _, ok := x[k]; !ok {
 				keys = append(keys, k)
 			}
