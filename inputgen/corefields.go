@@ -400,12 +400,7 @@ func keepOneOf(p *crd.Property, states []map[string]any) []string {
 			continue
 		}
 		for _, st := range states {
-			for _, ptr := range instances(st, obj.Path) {
-				v, _ := jsonv.Get(st, ptr)
-				m, ok := v.(map[string]any)
-				if !ok {
-					continue
-				}
+			for ptr, m := range objectsAt(st, obj.Path) {
 				if x, set := m[q.Name()]; !set || x == nil {
 					continue
 				}
@@ -451,12 +446,7 @@ func keepConsistent(p *crd.Property, states []map[string]any) (notes []string, w
 			}
 		}
 		for _, st := range states {
-			for _, ptr := range instances(st, obj.Path) {
-				v, _ := jsonv.Get(st, ptr)
-				m, ok := v.(map[string]any)
-				if !ok {
-					continue
-				}
+			for ptr, m := range objectsAt(st, obj.Path) {
 				before := jsonv.CopyMap(m)
 				if w := fix(m, target); w != "" && why == "" {
 					why = w
@@ -815,12 +805,7 @@ func (c *caseCtx) breaksCore(p *crd.Property, states []map[string]any) string {
 		if q.Type != crd.TypeObject || q.Semantic == nil || q.Semantic.Root == "" {
 			continue
 		}
-		for _, ptr := range instances(last, q.Path) {
-			v, _ := jsonv.Get(last, ptr)
-			m, ok := v.(map[string]any)
-			if !ok {
-				continue
-			}
+		for ptr, m := range objectsAt(last, q.Path) {
 			missing := c.coreMissing(q, m)
 			if len(missing) == 0 {
 				continue
@@ -1092,13 +1077,8 @@ func (c *caseCtx) completeNew(p *crd.Property, states []map[string]any) []string
 		// The field on the way to p is the test case's: completion does not undo its change.
 		own := child.Name()
 		for _, st := range states {
-			for _, ptr := range instances(st, q.Path) {
+			for ptr, m := range objectsAt(st, q.Path) {
 				if _, existed := jsonv.Get(c.start, ptr); existed {
-					continue
-				}
-				v, _ := jsonv.Get(st, ptr)
-				m, ok := v.(map[string]any)
-				if !ok {
 					continue
 				}
 				before := jsonv.CopyMap(m)

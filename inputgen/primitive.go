@@ -2,6 +2,7 @@ package inputgen
 
 import (
 	"fmt"
+	"iter"
 	"regexp"
 	"sort"
 	"strings"
@@ -133,10 +134,8 @@ func coreRules(p *crd.Property, gens []namedGen) []namedGen {
 // container) and notes where; it says why when the CRD cannot express it.
 func makeSidecars(item *crd.Property, states []map[string]any) (notes []string, why string) {
 	for _, st := range states {
-		for _, ptr := range instances(st, item.Path) {
-			v, _ := jsonv.Get(st, ptr)
-			m, ok := v.(map[string]any)
-			if !ok || m["restartPolicy"] == "Always" {
+		for ptr, m := range objectsAt(st, item.Path) {
+			if m["restartPolicy"] == "Always" {
 				continue
 			}
 			needs := false
@@ -163,44 +162,28 @@ func makeSidecars(item *crd.Property, states []map[string]any) (notes []string, 
 }
 
 // instances returns the JSON pointers of every value of state at the schema path (all items of
-// lists, all entries of maps).
+// lists, all entries of maps, in order).
 func instances(state map[string]any, path crd.Path) []string {
-	type at struct {
-		toks []jsonv.Token
-		v    any
-	}
-	cur := []at{{nil, state}}
-	for _, seg := range path {
-		var next []at
-		for _, a := range cur {
-			switch seg.Kind {
-			case crd.Field:
-				if m, ok := a.v.(map[string]any); ok {
-					if v, ok := m[seg.Key]; ok {
-						next = append(next, at{append(a.toks[:len(a.toks):len(a.toks)], seg.Key), v})
-					}
-				}
-			case crd.Item:
-				if l, ok := a.v.([]any); ok {
-					for i, v := range l {
-						next = append(next, at{append(a.toks[:len(a.toks):len(a.toks)], i), v})
-					}
-				}
-			case crd.Value:
-				if m, ok := a.v.(map[string]any); ok {
-					for _, k := range sortedKeys(m) {
-						next = append(next, at{append(a.toks[:len(a.toks):len(a.toks)], k), m[k]})
-					}
-				}
-			}
-		}
-		cur = next
-	}
-	out := make([]string, len(cur))
-	for i, a := range cur {
-		out[i] = jsonv.Pointer(a.toks)
+	paths := jsonv.Expand(state, path)
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		toks, _ := p.Tokens()
+		out[i] = jsonv.Pointer(toks)
 	}
 	return out
+}
+
+// objectsAt yields the pointer and the object of every instance of the schema path in state
+// that is an object; the objects are state's own (changing one changes state).
+func objectsAt(state map[string]any, path crd.Path) iter.Seq2[string, map[string]any] {
+	return func(yield func(string, map[string]any) bool) {
+		for _, ptr := range instances(state, path) {
+			v, _ := jsonv.Get(state, ptr)
+			if m, ok := v.(map[string]any); ok && !yield(ptr, m) {
+				return
+			}
+		}
+	}
 }
 
 var nonIdent = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
