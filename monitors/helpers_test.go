@@ -55,7 +55,7 @@ func startPair(t *testing.T, withReplica bool, primaryArgs, commonArgs []string)
 			t.Fatal(err)
 		}
 		p := &pair{port: port}
-		args := append(append([]string{"--repl-diskless-sync-delay", "0"}, commonArgs...), primaryArgs...)
+		args := append(append([]string{}, commonArgs...), primaryArgs...)
 		p.primary, err = valkeytest.Start(ctx, valkeytest.Options{Host: primaryIP, Port: port, Dir: dir, Args: args})
 		if err != nil {
 			lastErr = err
