@@ -1,7 +1,5 @@
 package jsonv
 
-import "strconv"
-
 // Dotted field paths ("spec.template.spec.containers[0].image",
 // `metadata.labels["app.kubernetes.io/name"]`) are how the campaign names the
 // properties a step changed and how the oracles read them back. A map key that
@@ -22,16 +20,4 @@ func KeyNeedsQuote(key string) bool {
 		}
 	}
 	return false
-}
-
-// JoinKey appends map key key to the dotted path prefix ("" is the root),
-// quoting the key when it is not a plain name.
-func JoinKey(prefix, key string) string {
-	if KeyNeedsQuote(key) {
-		return prefix + `[` + strconv.Quote(key) + `]`
-	}
-	if prefix == "" {
-		return key
-	}
-	return prefix + "." + key
 }
