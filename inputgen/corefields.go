@@ -156,7 +156,7 @@ func exoticVolume(p *crd.Property) string {
 	if p.Semantic == nil || p.Semantic.Root == "" {
 		return ""
 	}
-	segs := strings.Split(strings.NewReplacer("[*]", "", "{*}", "").Replace(p.Semantic.Field), ".")
+	segs := strings.Split(dropWildcards.Replace(p.Semantic.Field), ".")
 	rootVolume := strings.HasSuffix(rootType(p), "/v1.Volume")
 	for i, s := range segs {
 		if !exoticSources[s] {
@@ -220,7 +220,7 @@ func (c *caseCtx) completeCore(node *crd.Property, m map[string]any) {
 			}
 			m["resources"] = nres
 		}
-	case node.Field("image") != nil && domainOf(node.Field("image")) == domImage:
+	case node.Field("image") != nil && c.g.domainOf(node.Field("image")) == domImage:
 		set("image", func() any { return c.fill(node.Field("image")) })
 	case last == "configMap" || last == "configMapRef" || last == "secretRef" || last == "configMapKeyRef" || last == "secretKeyRef":
 		set("name", func() any { return c.fill(node.Field("name")) })
@@ -241,7 +241,7 @@ func (c *caseCtx) completeCore(node *crd.Property, m map[string]any) {
 			f := node.Field("containerName")
 			for _, v := range c.g.pool.Related("container-names", []string{"name"}, func(path string) bool {
 				src := c.g.schema.Lookup(path)
-				return src != nil && domainOf(src) == domDNSLabel && strings.HasSuffix(meaning(src), "|core:container.name")
+				return src != nil && c.g.domainOf(src) == domDNSLabel && strings.HasSuffix(c.g.meaning(src), "|core:container.name")
 			}) {
 				if c.g.fits(f, v) {
 					return v
@@ -865,7 +865,7 @@ func coreShape(node *crd.Property) *semantic.Shape {
 
 // uniqueNames reports whether the items of the list arr are core objects Kubernetes requires
 // distinct names of (containers, volumes, ports, env vars), whatever the CRD's list type.
-func uniqueNames(arr *crd.Property) bool {
+func (g *Generator) uniqueNames(arr *crd.Property) bool {
 	if arr.Items == nil || arr.Items.Type != crd.TypeObject {
 		return false
 	}
@@ -873,7 +873,7 @@ func uniqueNames(arr *crd.Property) bool {
 	if f == nil {
 		return false
 	}
-	switch domainOf(f) {
+	switch g.domainOf(f) {
 	case domDNSLabel, domPortName, domEnvName:
 		_, _, ok := coreField(f)
 		return ok
@@ -898,8 +898,8 @@ func nameTaken(existing []any, v any) bool {
 
 // duplicateName says which name the states give two items of a list Kubernetes keys by name
 // when p is that name (a pool value may be a sibling's), or "".
-func duplicateName(p *crd.Property, states []map[string]any) string {
-	if p.Path.Last() != "name" || p.Parent == nil || p.Parent.Parent == nil || !uniqueNames(p.Parent.Parent) {
+func (g *Generator) duplicateName(p *crd.Property, states []map[string]any) string {
+	if p.Path.Last() != "name" || p.Parent == nil || p.Parent.Parent == nil || !g.uniqueNames(p.Parent.Parent) {
 		return ""
 	}
 	list := p.Parent.Parent

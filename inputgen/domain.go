@@ -87,6 +87,9 @@ var (
 	versionLikeRE  = regexp.MustCompile(`^v?[0-9]+\.[0-9]+(\.[0-9]+)*$`)
 )
 
+// dropWildcards removes the [*] and {*} of a semantic field path.
+var dropWildcards = strings.NewReplacer("[*]", "", "{*}", "")
+
 // containerLists are the fields whose items are containers.
 var containerLists = map[string]bool{"": true, "containers": true, "initContainers": true, "ephemeralContainers": true, "container": true, "sidecars": true}
 
@@ -97,8 +100,7 @@ func coreField(p *crd.Property) (owner, name string, ok bool) {
 	if p.Semantic == nil || p.Semantic.Root == "" || p.Semantic.Field == "" {
 		return "", "", false
 	}
-	f := strings.NewReplacer("[*]", "", "{*}", "").Replace(p.Semantic.Field)
-	segs := strings.Split(f, ".")
+	segs := strings.Split(dropWildcards.Replace(p.Semantic.Field), ".")
 	name = segs[len(segs)-1]
 	if len(segs) > 1 {
 		owner = segs[len(segs)-2]
@@ -112,11 +114,37 @@ func coreField(p *crd.Property) (owner, name string, ok bool) {
 	return owner, name, true
 }
 
-// domainOf infers p's domain from the core type it maps to, its format, its name and its
-// description (domNone when nothing says more than the schema).
-func domainOf(p *crd.Property) domain {
-	d, _ := inferDomain(p)
+// domainOf returns p's domain as inferDomain infers it from the core type it maps to, its
+// format, its name and its description (domNone when nothing says more than the schema).
+func (g *Generator) domainOf(p *crd.Property) domain {
+	d, _ := g.inferDomain(p)
 	return d
+}
+
+// inferredDomain is what inferDomain returns for one property.
+type inferredDomain struct {
+	d    domain
+	sure bool
+}
+
+// inferDomains infers the domain of every property of s once (after semantic annotation, which
+// it reads): draws ask for them again and again.
+func inferDomains(s *crd.Schema) map[*crd.Property]inferredDomain {
+	out := make(map[*crd.Property]inferredDomain, len(s.Properties()))
+	for _, p := range s.Properties() {
+		d, sure := inferDomain(p)
+		out[p] = inferredDomain{d, sure}
+	}
+	return out
+}
+
+// inferDomain returns inferDomain(p), from the generator's table when p is one of its schema's
+// properties.
+func (g *Generator) inferDomain(p *crd.Property) (domain, bool) {
+	if v, ok := g.domains[p]; ok {
+		return v.d, v.sure
+	}
+	return inferDomain(p)
 }
 
 // inferDomain returns p's domain and whether a core type or a format says it (else it comes from
@@ -224,7 +252,7 @@ func nameDomain(p *crd.Property) domain {
 // domain returns p's domain, unless the values the pool holds for p itself (the seed's, the
 // examples', the target's) contradict a domain inferred from the name alone.
 func (c *caseCtx) domain(p *crd.Property) domain {
-	d, sure := inferDomain(p)
+	d, sure := c.g.inferDomain(p)
 	if sure {
 		return d
 	}
@@ -406,8 +434,8 @@ func isNameDomain(d domain) bool {
 // meaning is the key under which a property's mined values may be reused for other properties:
 // two properties share values only when their keys are equal (a seccomp profile's type does not
 // take a backup's type, a volume's name does not take an environment variable's).
-func meaning(p *crd.Property) string {
-	d := domainOf(p)
+func (g *Generator) meaning(p *crd.Property) string {
+	d := g.domainOf(p)
 	if d == domImage {
 		return "image"
 	}
@@ -645,9 +673,9 @@ func versionValues(desc string, seen []string) []string {
 
 // related returns the values the pool recorded for other properties of p's meaning.
 func (c *caseCtx) related(p *crd.Property) []any {
-	key := meaning(p)
+	key := c.g.meaning(p)
 	var names []string
-	if domainOf(p) != domImage {
+	if c.g.domainOf(p) != domImage {
 		names = []string{p.Path.Last()}
 	}
 	self := p.Path.String()
@@ -656,7 +684,7 @@ func (c *caseCtx) related(p *crd.Property) []any {
 			return false
 		}
 		src := c.g.schema.Lookup(path)
-		return src != nil && isLeafType(src) && meaning(src) == key
+		return src != nil && isLeafType(src) && c.g.meaning(src) == key
 	})
 }
 
@@ -710,7 +738,7 @@ func domainEquals(n int64, v any) bool {
 func (c *caseCtx) portName(p *crd.Property, avoid any) (any, error) {
 	names := c.g.pool.Related("port-names", []string{"name"}, func(path string) bool {
 		src := c.g.schema.Lookup(path)
-		return src != nil && domainOf(src) == domPortName
+		return src != nil && c.g.domainOf(src) == domPortName
 	})
 	var opts []any
 	for _, v := range names {

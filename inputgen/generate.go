@@ -86,6 +86,8 @@ type Generator struct {
 	guardStats ruleGuardStats
 	// implied are the changes rules require once a setup sets their trigger (inferImplications).
 	implied []impliedChange
+	// domains holds the inferred domain of every property (inferDomains; read-only once built).
+	domains map[*crd.Property]inferredDomain
 }
 
 // NewGenerator validates the seed against the schema, infers semantics and mines the examples.
@@ -119,6 +121,7 @@ func NewGenerator(s *crd.Schema, seed map[string]any, opts Options) (*Generator,
 		g.pool = NewPool()
 	}
 	g.sem = annotate(s)
+	g.domains = inferDomains(s)
 	if err := g.setSeed(seed); err != nil {
 		return nil, err
 	}

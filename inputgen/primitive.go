@@ -101,7 +101,7 @@ func coreRules(p *crd.Property, gens []namedGen) []namedGen {
 			if l := unnamedClaims(p); l != nil && len(d.steps) > 0 && countItems(d.steps[len(d.steps)-1], l.Path) > countItems(c.start, l.Path) {
 				return d.asMisoperation("a new claim template needs a name, which the CRD's metadata schema prunes"), nil
 			}
-			if dup := duplicateName(p, d.steps); dup != "" {
+			if dup := c.g.duplicateName(p, d.steps); dup != "" {
 				return nil, fmt.Errorf("%s: %s", p.Path, dup)
 			}
 			notes := keepOneOf(p, d.steps)

@@ -363,7 +363,7 @@ func (c *caseCtx) newItem(arr *crd.Property, existing []any) any {
 		return nil
 	}
 	keys := arr.ListMapKeys
-	implicit := len(keys) == 0 && uniqueNames(arr)
+	implicit := len(keys) == 0 && c.g.uniqueNames(arr)
 	if implicit {
 		// Containers, volumes and ports are keyed by name in Kubernetes though the CRD says not.
 		keys = []string{"name"}
@@ -938,7 +938,7 @@ func (c *caseCtx) formatted(p *crd.Property) string {
 	case semantic.HintVersion:
 		return fmt.Sprintf("%d.%d.%d", 1+r.IntN(3), r.IntN(10), r.IntN(10))
 	case semantic.HintImage:
-		if domainOf(p) != domImage {
+		if c.g.domainOf(p) != domImage {
 			break // an RBD image: a plain name
 		}
 		return fmt.Sprintf("registry.example.com/gauntlet/%s:%d.%d.%d", c.word(5), 1+r.IntN(3), r.IntN(10), r.IntN(10))
