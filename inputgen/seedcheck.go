@@ -3,7 +3,6 @@ package inputgen
 import (
 	"errors"
 	"fmt"
-	"math"
 	"reflect"
 	"sort"
 	"strings"
@@ -91,12 +90,7 @@ func seedSense(s *crd.Schema, base map[string]any) []string {
 		}
 		switch x := v.(type) {
 		case map[string]any:
-			keys := make([]string, 0, len(x))
-			for k := range x {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
+			for _, k := range jsonv.SortedKeys(x) {
 				child := p.Field(k)
 				if child == nil {
 					child = p.Values
@@ -130,17 +124,17 @@ func senseOf(p *crd.Property, v any) string {
 	}
 	switch p.Semantic.Hint {
 	case semantic.HintReplicas:
-		if n, ok := number(v); ok && n < 0 {
+		if n, ok := jsonv.AsFloat(v); ok && n < 0 {
 			return fmt.Sprintf("%v is a negative count (the schema allows it, but scaling scenarios from it test nothing meaningful): give the seed a count of at least 0", v)
 		}
 	case semantic.HintPort:
-		if n, ok := number(v); ok && (n < 0 || n > 65535) {
+		if n, ok := jsonv.AsFloat(v); ok && (n < 0 || n > 65535) {
 			return fmt.Sprintf("%v is not a TCP port (0–65535): the operator's Services and probes cannot use it", v)
 		}
 	case semantic.HintStorageSize, semantic.HintQuantity:
 		str, ok := v.(string)
 		if !ok {
-			if n, isNum := number(v); isNum && n < 0 {
+			if n, isNum := jsonv.AsFloat(v); isNum && n < 0 {
 				return fmt.Sprintf("%v is a negative quantity", v)
 			}
 			return ""
@@ -151,21 +145,4 @@ func senseOf(p *crd.Property, v any) string {
 		}
 	}
 	return ""
-}
-
-// number reads a JSON number of any Go representation.
-func number(v any) (float64, bool) {
-	switch x := v.(type) {
-	case int:
-		return float64(x), true
-	case int32:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	case float64:
-		return x, !math.IsNaN(x)
-	case float32:
-		return float64(x), true
-	}
-	return 0, false
 }
