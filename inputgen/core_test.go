@@ -287,18 +287,12 @@ func (s *ruleServer) Validate(_ context.Context, obj map[string]any) (string, er
 // the test case becomes a misoperation whose description gives the server's reason (the
 // convention of in-object references), coverage is unchanged, and the plan stays deterministic.
 func TestCoreRelabel(t *testing.T) {
-	s, seed, examples := loadCase(t, "core")
-	ctx := context.Background()
-	annotate(s)
-	for path, want := range map[string]string{
+	s, seed, examples := loadCoreCase(t, "core", map[string]string{
 		"spec.sidecars[*]":    coreV1 + "Container",
 		"spec.tolerations[*]": coreV1 + "Toleration",
 		"spec.selector":       metaV1 + "LabelSelector",
-	} {
-		if p := s.Lookup(path); p == nil || !isCoreRoot(p) || p.Semantic.Type != want {
-			t.Fatalf("%s is not a core root of type %s", path, want)
-		}
-	}
+	})
+	ctx := context.Background()
 	judge := newCoreCache(&ruleServer{})
 	refused := func(plan *Plan) (n int, first string) {
 		for _, tc := range plan.TestCases {
@@ -392,6 +386,20 @@ func TestCoreRelabel(t *testing.T) {
 	}
 }
 
+// loadCoreCase loads a test case (loadCase), runs semantic inference on its schema and fails
+// unless every path of roots is a core root of the type given.
+func loadCoreCase(t *testing.T, name string, roots map[string]string) (*crd.Schema, map[string]any, []map[string]any) {
+	t.Helper()
+	s, seed, examples := loadCase(t, name)
+	annotate(s)
+	for path, want := range roots {
+		if p := s.Lookup(path); p == nil || !isCoreRoot(p) || p.Semantic.Type != want {
+			t.Fatalf("%s is not a core root of type %s", path, want)
+		}
+	}
+	return s, seed, examples
+}
+
 func mustGenerator(t *testing.T, s *crd.Schema, seed map[string]any, opts Options) *Generator {
 	t.Helper()
 	g, err := NewGenerator(s, seed, opts)
@@ -433,14 +441,8 @@ func (probeServer) Validate(_ context.Context, obj map[string]any) (string, erro
 // brings the handler, as Strimzi's tlsSidecar and ZooKeeper's probes do) is not refused for
 // lacking a handler, while a probe whose schema declares a handler still is.
 func TestCoreOperatorCompletes(t *testing.T) {
-	s, seed, _ := loadCase(t, "probes")
+	s, seed, _ := loadCoreCase(t, "probes", map[string]string{"spec.sidecar": coreV1 + "Container", "spec.exporter": coreV1 + "Container"})
 	ctx := context.Background()
-	annotate(s)
-	for path, want := range map[string]string{"spec.sidecar": coreV1 + "Container", "spec.exporter": coreV1 + "Container"} {
-		if p := s.Lookup(path); p == nil || !isCoreRoot(p) || p.Semantic.Type != want {
-			t.Fatalf("%s is not a core root of type %s", path, want)
-		}
-	}
 	for _, path := range []string{"spec.sidecar.livenessProbe", "spec.exporter.readinessProbe"} {
 		if p := s.Lookup(path); p == nil || p.Semantic == nil || p.Semantic.Root != p.Parent.Path.String() || oneOfGroup(p) == nil {
 			t.Fatalf("%s is not a probe of its container", path)
