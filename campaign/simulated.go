@@ -9,12 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gauntlet-dev/gauntlet/cluster/local/imagemap"
 	"github.com/gauntlet-dev/gauntlet/reports"
 )
-
-// simulatedImagePrefix starts the status imageID of a container the embedded
-// cluster runs simulated (no process: an image-mapping rule with simulate: true).
-const simulatedImagePrefix = "gauntlet-simulated://"
 
 // simulatedContainers lists, over every cluster's pods in all namespaces, the
 // containers that run simulated. On the embedded cluster only a mapping rule
@@ -48,7 +45,7 @@ func simulatedIn(pods []corev1.Pod) []reports.SimulatedContainer {
 	for _, p := range pods {
 		for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
 			for _, cs := range list {
-				if img, ok := strings.CutPrefix(cs.ImageID, simulatedImagePrefix); ok {
+				if img, ok := strings.CutPrefix(cs.ImageID, imagemap.SimulatedImageIDPrefix); ok {
 					out = append(out, reports.SimulatedContainer{Namespace: p.Namespace, Pod: p.Name, Container: cs.Name, Image: img})
 				}
 			}

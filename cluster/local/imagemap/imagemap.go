@@ -18,6 +18,10 @@ import (
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/images"
 )
 
+// SimulatedImageIDPrefix starts the status imageID of a container the embedded
+// cluster runs simulated (no process: a rule with simulate: true).
+const SimulatedImageIDPrefix = images.SimulatedImageIDPrefix
+
 // Rule maps the images matching one of its patterns to a local command, or
 // simulates them on purpose; see the fields' documentation.
 type Rule = images.Rule

@@ -23,6 +23,10 @@ import (
 	"strings"
 )
 
+// SimulatedImageIDPrefix starts the status imageID of a container that runs
+// simulated (no process: a mapping rule with simulate: true).
+const SimulatedImageIDPrefix = "gauntlet-simulated://"
+
 // ErrNotInstalled is returned by Resolve when a rule matches the image but none
 // of the host programs that stand for the container's program is installed.
 var ErrNotInstalled = errors.New("no host program for the container's program is installed")

@@ -54,7 +54,7 @@ func (w *podWorker) prepare(c *ctrRun) (prepared, error) {
 		return prepared{}, err
 	}
 	if res.Simulated {
-		return prepared{simulated: true, message: res.Message, res: res, imageID: "gauntlet-simulated://" + spec.Image}, nil
+		return prepared{simulated: true, message: res.Message, res: res, imageID: images.SimulatedImageIDPrefix + spec.Image}, nil
 	}
 
 	// User and groups: container securityContext over pod over image.
