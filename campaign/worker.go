@@ -163,7 +163,11 @@ func (s *session) declare(ctx context.Context, d model.Object, recreate bool) (s
 			return started, time.Time{}, nil, fmt.Errorf("delete the custom resource before re-creating it: %w", err)
 		}
 	}
-	if err := s.env.kube.apply(ctx, obj, s.ns); err != nil {
+	// While the operator's own admission webhook cannot be called (its pod
+	// restarting after a lost lease), the API server has not judged the desired
+	// state: apply again, as fixtures are, for up to webhookSettle. A longer
+	// outage is returned and recorded as before.
+	if err := retryWebhook(ctx, webhookSettle, func() error { return s.env.kube.apply(ctx, obj, s.ns) }); err != nil {
 		return started, time.Time{}, nil, err
 	}
 	if s.crKey == "" {
