@@ -124,7 +124,7 @@ func coreValues(s *crd.Schema, state map[string]any) []coreValue {
 			if len(toks) > 0 && isCoreRoot(p) {
 				out = append(out, coreValue{prop: p, toks: toks, value: projectCore(p, x, p.Semantic.Root).(map[string]any)})
 			}
-			for _, k := range sortedKeys(x) {
+			for _, k := range jsonv.SortedKeys(x) {
 				if len(toks) == 0 && (k == "status" || k == "metadata" || k == "apiVersion" || k == "kind") {
 					continue
 				}

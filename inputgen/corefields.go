@@ -673,7 +673,7 @@ func fixDNS(m map[string]any, target string, canConfigure bool) {
 
 // appendNotes describes, once each, the fields of the object at ptr that changed from before.
 func appendNotes(notes []string, ptr string, before, after map[string]any) []string {
-	for _, k := range sortedKeys(mergeKeys(before, after)) {
+	for _, k := range jsonv.SortedKeys(mergeKeys(before, after)) {
 		b, hadB := before[k]
 		a, hadA := after[k]
 		var n string
@@ -1035,7 +1035,7 @@ func fixResources(m map[string]any, target string) {
 	if req == nil || lim == nil {
 		return
 	}
-	for _, k := range sortedKeys(req) {
+	for _, k := range jsonv.SortedKeys(req) {
 		l, ok := lim[k]
 		if !ok {
 			continue

@@ -727,7 +727,7 @@ func genChangeKey(c *caseCtx) (*draft, error) {
 		return nil, err
 	}
 	var keys []string
-	for _, k := range sortedKeys(m) {
+	for _, k := range jsonv.SortedKeys(m) {
 		if c.p.Field(k) == nil {
 			keys = append(keys, k)
 		}
@@ -755,7 +755,7 @@ func genRemoveKey(c *caseCtx) (*draft, error) {
 		return nil, err
 	}
 	var keys []string
-	for _, k := range sortedKeys(m) {
+	for _, k := range jsonv.SortedKeys(m) {
 		if c.p.Field(k) == nil {
 			keys = append(keys, k)
 		}

@@ -246,7 +246,7 @@ func (ix *refIndex) sites(state map[string]any) []*refSite {
 					out = append(out, site)
 				}
 			}
-			for _, k := range sortedKeys(x) {
+			for _, k := range jsonv.SortedKeys(x) {
 				if len(toks) == 0 && k == "status" {
 					continue
 				}

@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"regexp"
-	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -94,7 +93,7 @@ func (c *caseCtx) ensure(state map[string]any, p *crd.Property) ([]jsonv.Token, 
 			if len(m) == 0 {
 				m[c.newKey(node.Parent, m)] = c.fill(node)
 			}
-			keys := sortedKeys(m)
+			keys := jsonv.SortedKeys(m)
 			k := keys[c.r.IntN(len(keys))]
 			tokens = append(tokens, k)
 			if last {
@@ -126,15 +125,6 @@ func (c *caseCtx) switchOn(obj any, next *crd.Property) {
 			m[f.Name()] = false
 		}
 	}
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // fill returns a complete valid value for a node that must be present: its default, a pool value,
