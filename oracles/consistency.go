@@ -37,7 +37,9 @@ import (
 // showed (one the operator refused), to a value some field of the same name
 // already held (a default already in effect, or the value kept), and a boolean, which passes when it had any effect
 // on the objects (toggles add or remove objects and containers rather than
-// copying the value).
+// copying the value) or, on a rollback, when the step rolled back had had no
+// effect either (the state it reached is, outside status, Transition.Reference,
+// the state before it: the operator refused the value, so nothing shows it).
 //
 // For a property removed (or emptied), the fields that reflected its previous
 // value must change or disappear; if no field reflected it, the removal is not
@@ -305,57 +307,76 @@ func (n *node) where() string { return n.kind + " " + n.name + " " + n.path.Stri
 type stateIndex struct {
 	prev, curr       map[string]model.Object
 	prevNodes, nodes []*node
-	anyChange        bool            // some non-status field of some object changed
-	owned            map[string]bool // objects the CR controls, directly or not
+	anyChange        bool // some non-status field of some object changed
+	// leftUnchanged: on a rollback, the state the failed step reached is,
+	// outside status, the state before it (Transition.Reference): the values
+	// being rolled back never took effect, so going back needs no change.
+	leftUnchanged bool
+	owned         map[string]bool // objects the CR controls, directly or not
 }
 
 func (c *Consistency) index(t *model.Transition) *stateIndex {
 	ix := &stateIndex{prev: map[string]model.Object{}, curr: map[string]model.Object{}}
-	load := func(s *model.Snapshot, into map[string]model.Object, nodes *[]*node) {
-		for _, key := range s.Keys() {
-			k, ok := model.ParseObjectKey(key)
-			if !ok || key == s.CR || key == t.Curr.CR || c.ignoreKinds[k.Kind] {
-				continue
-			}
-			raw := s.Objects[key]
-			if raw == nil {
-				continue
-			}
-			if _, has := raw["kind"]; !has {
-				raw = withKindName(raw, k)
-			}
-			m := applyMasks(raw, c.noise)
-			if m == nil {
-				continue
-			}
-			into[key] = m
+	c.load(t, t.Prev, ix.prev, &ix.prevNodes)
+	c.load(t, t.Curr, ix.curr, &ix.nodes)
+	ix.owned = ownedBy(t.Curr)
+	ix.anyChange = changedOutsideStatus(ix.prev, ix.curr)
+	if t.Step != nil && t.Step.Kind == model.StepRollback && t.Reference != nil {
+		ref := map[string]model.Object{}
+		c.load(t, t.Reference, ref, nil)
+		ix.leftUnchanged = !changedOutsideStatus(ref, ix.prev)
+	}
+	return ix
+}
+
+// load puts the masked objects of s (but the CR, events and ignored kinds)
+// into into and, unless nodes is nil, their leaves into nodes.
+func (c *Consistency) load(t *model.Transition, s *model.Snapshot, into map[string]model.Object, nodes *[]*node) {
+	for _, key := range s.Keys() {
+		k, ok := model.ParseObjectKey(key)
+		if !ok || key == s.CR || key == t.Curr.CR || c.ignoreKinds[k.Kind] {
+			continue
+		}
+		raw := s.Objects[key]
+		if raw == nil {
+			continue
+		}
+		if _, has := raw["kind"]; !has {
+			raw = withKindName(raw, k)
+		}
+		m := applyMasks(raw, c.noise)
+		if m == nil {
+			continue
+		}
+		into[key] = m
+		if nodes != nil {
 			walkNodes(m, func(p jsonv.Path, v any) {
 				*nodes = append(*nodes, &node{obj: key, kind: k.Kind, name: k.Name, path: p, val: v})
 			})
 		}
 	}
-	load(t.Prev, ix.prev, &ix.prevNodes)
-	load(t.Curr, ix.curr, &ix.nodes)
-	ix.owned = ownedBy(t.Curr)
-	for _, key := range sortedKeys(ix.curr) {
-		p, ok := ix.prev[key]
+}
+
+// changedOutsideStatus reports whether an object was added or removed between
+// a and b, or a field of one outside its status changed.
+func changedOutsideStatus(a, b map[string]model.Object) bool {
+	for _, key := range sortedKeys(b) {
+		p, ok := a[key]
 		if !ok {
-			ix.anyChange = true
-			break
+			return true
 		}
-		for _, ch := range diffObjects(p, ix.curr[key]) {
+		for _, ch := range diffObjects(p, b[key]) {
 			if !strings.HasPrefix(ch.Path, "status") {
-				ix.anyChange = true
-				break
+				return true
 			}
 		}
 	}
-	for _, key := range sortedKeys(ix.prev) {
-		if _, ok := ix.curr[key]; !ok {
-			ix.anyChange = true
+	for key := range a {
+		if _, ok := b[key]; !ok {
+			return true
 		}
 	}
-	return ix
+	return false
 }
 
 // ownedBy returns the keys of the objects whose chain of controller owners
@@ -506,7 +527,7 @@ func (c *Consistency) judge(t *model.Transition, p property, ix *stateIndex, fs 
 	key := p.path.Last()
 	if p.set() {
 		if b, isBool := p.des.(bool); isBool {
-			if ix.anyChange || len(ix.reflecting(p, key, true)) > 0 {
+			if ix.anyChange || ix.leftUnchanged || len(ix.reflecting(p, key, true)) > 0 {
 				return
 			}
 			c.report(t, p, ix, fs, "set", fmt.Sprintf("%s changed to %v but no object of the state changed", p.path, b), nil)
@@ -534,7 +555,7 @@ func (c *Consistency) judge(t *model.Transition, p property, ix *stateIndex, fs 
 		return
 	}
 	if _, isBool := p.prev.(bool); isBool {
-		if !ix.anyChange {
+		if !ix.anyChange && !ix.leftUnchanged {
 			c.report(t, p, ix, fs, "removed", fmt.Sprintf("%s was removed (it was %v) but no object of the state changed", p.path, p.prev), nil)
 		}
 		return

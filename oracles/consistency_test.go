@@ -415,3 +415,44 @@ func TestConsistencyBackFromRefused(t *testing.T) {
 		})
 	}
 }
+
+// A boolean rolled back after a step the operator refused: the state reached
+// equals the state before the refused step, so nothing had to change; but if
+// the refused step did change the state, a rollback that changes nothing is
+// still an inconsistency, and so is an apply that changes nothing.
+func TestConsistencyBoolBackFromRefused(t *testing.T) {
+	tests := []struct {
+		name        string
+		kind        model.StepKind
+		refusedLeft bool // the refused step changed the state (a ConfigMap line)
+		want        int
+	}{
+		{"rollback after a refused step", model.StepRollback, false, 0},
+		{"rollback after a step that took effect", model.StepRollback, true, 1},
+		{"apply that changes nothing", model.StepApply, false, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := loadSnapshot(t, "s0")
+			prev := loadSnapshot(t, "s0")
+			curr := loadSnapshot(t, "s0")
+			if tt.refusedLeft {
+				editConf(t, prev, "maxmemory 100mb", "maxmemory 100mb\ntls-port 6380")
+				editConf(t, curr, "maxmemory 100mb", "maxmemory 100mb\ntls-port 6380")
+			}
+			prevD := desiredOf(prev)
+			setIn(t, prevD, "spec.tls.enabled", true)
+			d := jsonv.CopyMap(prevD)
+			setIn(t, d, "spec.tls.enabled", false)
+			curr.CRObject()["spec"] = jsonv.Copy(d["spec"])
+			tr := &model.Transition{Step: step(tt.kind, "spec.tls.enabled"), PrevDesired: prevD, Desired: d, Prev: prev, Curr: curr}
+			if tt.kind == model.StepRollback {
+				tr.Reference = before
+			}
+			fs := run(NewConsistency(Config{}), tr)
+			if len(fs) != tt.want {
+				t.Fatalf("%d findings, want %d: %v", len(fs), tt.want, fs)
+			}
+		})
+	}
+}
