@@ -194,6 +194,9 @@ func Merge(ctx context.Context, out string, dirs []string, opts MergeOptions) (S
 		m.StepsDone += s.StepsDone
 		m.FaultSteps += s.FaultSteps
 		m.FaultsUnsupported += s.FaultsUnsupported
+		// Each shard ran its own clusters: its namespaces are its own, so its
+		// containers are listed as it recorded them, after the previous shard's.
+		m.SimulatedContainers = append(m.SimulatedContainers, s.SimulatedContainers...)
 		if s.Partial {
 			m.Partial = true
 			reasons = appendNew(reasons, s.StopReason)

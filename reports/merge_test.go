@@ -27,6 +27,7 @@ type shardDir struct {
 	steps       []model.Step
 	findings    []model.Finding
 	reproducers map[string]string // bug group signature -> alarms/N
+	simulated   []SimulatedContainer
 }
 
 func (d shardDir) write(t *testing.T) string {
@@ -34,7 +35,7 @@ func (d shardDir) write(t *testing.T) string {
 	dir := t.TempDir()
 	in := BuildInput{CampaignID: filepath.Base(dir), Target: d.target, Seed: d.seed, Started: d.started, Finished: d.started.Add(time.Hour),
 		Workers: d.workers, StepsPlanned: len(d.steps) + 1, Oracles: []string{"consistency", "health"}, Findings: d.findings, Stopped: d.stopped,
-		Shard: d.shard, Properties: []PropertyPlan{{Path: "spec.a", TestCases: []string{"tc-a"}}, {Path: "spec.b", TestCases: []string{"tc-b"}}, {Path: "spec.c", TestCases: []string{"tc-c"}}}}
+		Shard: d.shard, SimulatedContainers: d.simulated, Properties: []PropertyPlan{{Path: "spec.a", TestCases: []string{"tc-a"}}, {Path: "spec.b", TestCases: []string{"tc-b"}}, {Path: "spec.c", TestCases: []string{"tc-c"}}}}
 	for _, s := range d.steps {
 		in.Steps = append(in.Steps, StepRecord{Step: s, Overhead: 100 * time.Millisecond})
 		p := filepath.Join(dir, "steps", "w"+strconv.Itoa(s.Worker), "s"+strconv.Itoa(s.Index))
@@ -87,11 +88,13 @@ func TestMerge(t *testing.T) {
 	one := shardDir{target: "valkey", seed: 7, shard: &Shard{1, 3}, workers: 2, started: t0,
 		steps:       []model.Step{apply(0, 1, "tc-a", "spec.a"), apply(1, 1, "tc-b", "spec.b")},
 		findings:    []model.Finding{finding("health", "health-x", "w0/s1"), finding("consistency", "consistency-y", "w0/s1"), misop},
-		reproducers: map[string]string{"health-x": "alarms/1"}}
+		reproducers: map[string]string{"health-x": "alarms/1"},
+		simulated:   []SimulatedContainer{{Namespace: "gauntlet-w1", Pod: "cache-0", Container: "exporter", Image: "oliver006/redis_exporter:v1"}}}
 	three := shardDir{target: "valkey", seed: 7, shard: &Shard{3, 3}, workers: 1, started: t0.Add(time.Minute), stopped: "budget",
 		steps:       []model.Step{apply(0, 1, "tc-c", "spec.c"), apply(0, 2, "tc-a", "spec.a")},
 		findings:    []model.Finding{finding("health", "health-x", "w0/s2"), finding("consistency", "consistency-y", "w0/s1")},
-		reproducers: map[string]string{"health-x": "alarms/1", "consistency-y": "alarms/2"}}
+		reproducers: map[string]string{"health-x": "alarms/1", "consistency-y": "alarms/2"},
+		simulated:   []SimulatedContainer{{Namespace: "gauntlet-w0", Pod: "cache-1", Container: "exporter", Image: "oliver006/redis_exporter:v1"}}}
 	d1, d3 := one.write(t), three.write(t)
 	out := filepath.Join(t.TempDir(), "merged")
 	details := func(dir string) (Details, error) {
@@ -107,6 +110,9 @@ func TestMerge(t *testing.T) {
 	}
 	if m.StepsPlanned != 3+3 || m.StepsDone != 4 || m.Workers != 3 || m.Target != "valkey" || m.Seed != 7 || m.Shard != nil {
 		t.Errorf("counts: planned %d done %d workers %d target %s seed %d shard %v", m.StepsPlanned, m.StepsDone, m.Workers, m.Target, m.Seed, m.Shard)
+	}
+	if got := m.SimulatedContainers; len(got) != 2 || got[0].Pod != "cache-0" || got[1].Pod != "cache-1" {
+		t.Errorf("simulated containers are every shard's, in shard order: %+v", got)
 	}
 	if !m.Partial || m.StopReason != "budget" {
 		t.Errorf("a partial shard makes the merge partial: partial %v reason %q", m.Partial, m.StopReason)
