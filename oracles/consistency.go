@@ -37,9 +37,11 @@ import (
 // showed (one the operator refused), to a value some field of the same name
 // already held (a default already in effect, or the value kept), and a boolean, which passes when it had any effect
 // on the objects (toggles add or remove objects and containers rather than
-// copying the value) or, on a rollback, when the step rolled back had had no
-// effect either (the state it reached is, outside status, Transition.Reference,
-// the state before it: the operator refused the value, so nothing shows it).
+// copying the value). On a rollback after a step that had no effect (the state
+// it reached is, outside status, Transition.Reference, the state before it: the
+// operator refused its values, or Kubernetes refused what the operator asked,
+// such as a claim's growth) no property needs a changed field: only mapped
+// properties are judged, and Recovery judges the state against the reference.
 //
 // For a property removed (or emptied), the fields that reflected its previous
 // value must change or disappear; if no field reflected it, the removal is not
@@ -524,10 +526,16 @@ func (c *Consistency) judge(t *model.Transition, p property, ix *stateIndex, fs 
 			return
 		}
 	}
+	if ix.leftUnchanged {
+		// The step rolled back had no effect (the operator refused its
+		// values): nothing had to change, and whether the state is the one
+		// before it is Recovery's judgement.
+		return
+	}
 	key := p.path.Last()
 	if p.set() {
 		if b, isBool := p.des.(bool); isBool {
-			if ix.anyChange || ix.leftUnchanged || len(ix.reflecting(p, key, true)) > 0 {
+			if ix.anyChange || len(ix.reflecting(p, key, true)) > 0 {
 				return
 			}
 			c.report(t, p, ix, fs, "set", fmt.Sprintf("%s changed to %v but no object of the state changed", p.path, b), nil)
@@ -555,7 +563,7 @@ func (c *Consistency) judge(t *model.Transition, p property, ix *stateIndex, fs 
 		return
 	}
 	if _, isBool := p.prev.(bool); isBool {
-		if !ix.anyChange && !ix.leftUnchanged {
+		if !ix.anyChange {
 			c.report(t, p, ix, fs, "removed", fmt.Sprintf("%s was removed (it was %v) but no object of the state changed", p.path, p.prev), nil)
 		}
 		return

@@ -456,3 +456,27 @@ func TestConsistencyBoolBackFromRefused(t *testing.T) {
 		})
 	}
 }
+
+// A rollback after a step that had no effect at all — Kubernetes refused the
+// claims' growth to 64Ti, so nothing changed — needs no changed field for any
+// property (seed 4: the storage rollback, re-created, was reported "changed to
+// 1Gi but no field of the state reflects it", the claims holding 1Gi all along).
+// Without the reference (not known to have had no effect) it is still judged.
+func TestConsistencyRollbackAfterNoEffect(t *testing.T) {
+	for _, withRef := range []bool{true, false} {
+		before, prev, curr := loadSnapshot(t, "s0"), loadSnapshot(t, "s0"), loadSnapshot(t, "s0")
+		prevD := desiredOf(prev)
+		setIn(t, prevD, "spec.persistence.size", "64Ti")
+		d := jsonv.CopyMap(prevD)
+		setIn(t, d, "spec.persistence.size", "1Gi")
+		curr.CRObject()["spec"] = jsonv.Copy(d["spec"])
+		tr := &model.Transition{Step: step(model.StepRollback, "spec.persistence.size"), PrevDesired: prevD, Desired: d, Prev: prev, Curr: curr}
+		if withRef {
+			tr.Reference = before
+		}
+		fs := run(NewConsistency(Config{}), tr)
+		if want := map[bool]int{true: 0, false: 1}[withRef]; len(fs) != want {
+			t.Errorf("reference %v: %d findings, want %d: %v", withRef, len(fs), want, fs)
+		}
+	}
+}
