@@ -60,3 +60,25 @@ func TestDeclared(t *testing.T) {
 		t.Errorf("the recorded step lost its changes")
 	}
 }
+
+// TestRetriedAsRecreation: a rollback the API server refuses (seed 4: a storage
+// grow's rollback, which the CRD forbids as a shrink) is retried as a
+// re-creation and not judged itself — it repeated the failed step's health
+// findings and a "failed to roll back" no rollback had attempted. A refused
+// apply, and a refused re-creation (nothing follows it), are judged.
+func TestRetriedAsRecreation(t *testing.T) {
+	cases := []struct {
+		in   stepInput
+		want bool
+	}{
+		{stepInput{kind: model.StepRollback}, true},
+		{stepInput{kind: model.StepRollback, recreate: true}, false},
+		{stepInput{kind: model.StepApply}, false},
+		{stepInput{kind: model.StepApply, recreate: true}, false},
+	}
+	for _, c := range cases {
+		if got := retriedAsRecreation(c.in); got != c.want {
+			t.Errorf("%s (recreate %v): %v, want %v", c.in.kind, c.in.recreate, got, c.want)
+		}
+	}
+}

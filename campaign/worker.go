@@ -304,6 +304,9 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 			Evidence:  []model.Evidence{{Detail: err.Error()}},
 		})
 		rec.Current = in.prevDesired
+		if retriedAsRecreation(in) {
+			in.noJudge = true
+		}
 	}
 	var system *model.SystemSample
 	if err == nil {
@@ -415,6 +418,16 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 		s.r.lastAppend.Store(time.Since(t4).Milliseconds())
 	}
 	return rec, snap, nil
+}
+
+// retriedAsRecreation reports whether step in, refused by the API server, is a
+// rollback that rollBack retries by deleting and re-creating the custom
+// resource. Such a step is not judged: nothing was declared, so the state is
+// still the failed step's, which that step's record judged; judging it again
+// would only repeat those findings and report a recovery never attempted. The
+// re-creation is judged.
+func retriedAsRecreation(in stepInput) bool {
+	return in.kind == model.StepRollback && !in.recreate
 }
 
 // declared is the step and desired state a transition is judged against: the
