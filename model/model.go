@@ -263,7 +263,8 @@ type Member struct {
 	Reachable bool   `json:"reachable"`
 	Error     string `json:"error,omitempty"`
 	// Unreachable classifies why an unreachable member could not be read
-	// (UnreachableAuth, UnreachableNoAddress, UnreachableError).
+	// (UnreachableAuth, UnreachableNoCredentials, UnreachableNoAddress,
+	// UnreachableError).
 	Unreachable string `json:"unreachable,omitempty"`
 	// Role is "primary" or "replica" (empty when unknown).
 	Role string `json:"role,omitempty"`
@@ -287,6 +288,11 @@ const (
 	// password switch may be under way); the reading says nothing about
 	// whether the server serves its clients.
 	UnreachableAuth = "auth"
+	// UnreachableNoCredentials: the monitor has nothing to connect with: the
+	// desired state names a Secret (password, TLS material) that does not
+	// exist or lacks a key. Nothing was dialled; the reading says nothing
+	// about the server.
+	UnreachableNoCredentials = "no-credentials"
 	// UnreachableNoAddress: the pod has no address yet, or has terminated.
 	UnreachableNoAddress = "no-address"
 	// UnreachableError: anything else (refused, timed out, reset, no

@@ -284,6 +284,16 @@ func (e *secretMissingError) Error() string { return e.msg }
 
 func (e *secretMissingError) Is(target error) bool { return target == errSecretMissing }
 
+// securityUnreachable classifies a member the monitor could not dial because
+// security failed: a Secret the desired state names is missing (nothing to
+// connect with, model.UnreachableNoCredentials), or reading it failed.
+func securityUnreachable(err error) string {
+	if errors.Is(err, errSecretMissing) {
+		return model.UnreachableNoCredentials
+	}
+	return model.UnreachableError
+}
+
 func secretMissingf(format string, args ...any) error {
 	return &secretMissingError{msg: fmt.Sprintf(format, args...)}
 }

@@ -158,6 +158,12 @@ func TestSecurity(t *testing.T) {
 				if errors.Is(err, errSecretMissing) != tc.wantMissing {
 					t.Errorf("errors.Is(err, errSecretMissing) = %v, want %v", !tc.wantMissing, tc.wantMissing)
 				}
+				// A missing Secret leaves the monitor nothing to dial with: its
+				// members are not "unreachable" servers (roll-safety and
+				// system-state do not count them).
+				if want := map[bool]string{true: model.UnreachableNoCredentials, false: model.UnreachableError}[tc.wantMissing]; securityUnreachable(err) != want {
+					t.Errorf("securityUnreachable = %q, want %q", securityUnreachable(err), want)
+				}
 				return
 			}
 			if err != nil {

@@ -156,7 +156,7 @@ func (m *ValkeyMonitor) Sample(ctx context.Context, env Env) (*model.SystemSampl
 		}
 		mem.Address = hostPort(pod.Status.PodIP, m.opts.Port)
 		if secErr != nil {
-			mem.Error, mem.Unreachable = secErr.Error(), model.UnreachableError
+			mem.Error, mem.Unreachable = secErr.Error(), securityUnreachable(secErr)
 			continue
 		}
 		keep[mem.Address] = true

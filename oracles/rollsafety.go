@@ -38,9 +38,10 @@ func inSync(m model.Member) bool {
 }
 
 // monitorLockedOut: the monitor could not authenticate (a password switch is
-// under way): the reading says nothing about whether the server serves.
+// under way), or had no credentials to try (the desired state names a missing
+// Secret): the reading says nothing about whether the server serves.
 func monitorLockedOut(m model.Member) bool {
-	return !m.Reachable && m.Unreachable == model.UnreachableAuth
+	return !m.Reachable && (m.Unreachable == model.UnreachableAuth || m.Unreachable == model.UnreachableNoCredentials)
 }
 
 // Check judges t's readings.

@@ -26,6 +26,11 @@ func TestRollSafety(t *testing.T) {
 		lockedOut.Members[i].Error = "authentication failed: the password from spec.auth.passwordSecret does not match the server's"
 		lockedOut.Members[i].Unreachable = model.UnreachableAuth
 	}
+	noCredentials := reading(mem("v-0", "", false), mem("v-1", "", false), mem("v-2", "", false))
+	for i := range noCredentials.Members {
+		noCredentials.Members[i].Error = "TLS: Secret ns/tls (spec.tls.secretName) does not exist: create it with tls.crt, tls.key and ca.crt"
+		noCredentials.Members[i].Unreachable = model.UnreachableNoCredentials
+	}
 	joined := reading(mem("v-0", "primary", true), mem("v-1", "replica", true), mem("v-2", "", false), mem("v-3", "", false), mem("v-4", "", false))
 	cases := []struct {
 		name    string
@@ -43,6 +48,7 @@ func TestRollSafety(t *testing.T) {
 		{"two servers", model.StepApply, nil, []model.SystemSample{reading(mem("v-0", "primary", true), mem("v-1", "replica", true)), reading(mem("v-0", "", false), mem("v-1", "", false))}, false},
 		{"no readings", model.StepApply, nil, nil, false},
 		{"a password switch locks the monitor out, not the clients", model.StepApply, nil, []model.SystemSample{synced, lockedOut}, false},
+		{"a missing TLS Secret leaves the monitor nothing to dial with", model.StepApply, nil, []model.SystemSample{synced, noCredentials}, false},
 	}
 	for _, c := range cases {
 		tr := &model.Transition{Step: &model.Step{Kind: c.kind, Faults: c.faults}, Samples: c.samples}

@@ -92,9 +92,14 @@ func (s *SystemState) Check(ctx context.Context, t *model.Transition) []model.Fi
 		if fc.pods[m.Pod] {
 			continue
 		}
-		if m.Reachable {
+		switch {
+		case m.Reachable:
 			reachable = append(reachable, m)
-		} else {
+		case m.Unreachable == model.UnreachableNoCredentials:
+			// Not dialled: the desired state names a Secret that does not
+			// exist, so the monitor had nothing to connect with (a step the
+			// campaign labels a misoperation); nothing is known of the server.
+		default:
 			unreachable = append(unreachable, m)
 		}
 	}

@@ -154,6 +154,25 @@ func TestSystemState(t *testing.T) {
 			want: expectation{n: 1, contains: []string{"1 of 3 members unreachable after convergence: cache-2"}},
 		},
 		{
+			// Seed 4 of the untuned campaign: TLS turned on with a Secret that
+			// does not exist. The monitor had no TLS material to dial with: that
+			// says nothing of the servers. Any other reason is still judged.
+			name: "no-credentials-not-judged", fixture: "unreachable-after-fault",
+			edit: func(t *testing.T, tr *model.Transition) {
+				tr.Step.Faults = nil
+				m := member(t, tr.Curr.System, "cache-2")
+				m.Unreachable, m.Error = model.UnreachableNoCredentials, "TLS: Secret gauntlet-w0/tls (spec.tls.secretName) does not exist"
+			},
+		},
+		{
+			name: "unreachable-with-credentials-judged", fixture: "unreachable-after-fault",
+			edit: func(t *testing.T, tr *model.Transition) {
+				tr.Step.Faults = nil
+				member(t, tr.Curr.System, "cache-2").Unreachable = model.UnreachableError
+			},
+			want: expectation{n: 1, contains: []string{"1 of 3 members unreachable after convergence: cache-2"}},
+		},
+		{
 			name: "timed-out-step-not-judged", fixture: "config-drift",
 			edit: func(t *testing.T, tr *model.Transition) { tr.Step.TimedOut, tr.Step.Converged = true, time.Time{} },
 		},
