@@ -140,6 +140,10 @@ func TestReplayCountsConvergedStates(t *testing.T) {
 		step(5, model.StepApply, d1, d1, func(s *StepRecord) { s.TimedOut = true }),
 		step(6, model.StepApply, d1, d2, nil), // refused by the API server
 		step(7, model.StepRecreate, d1, d1, func(s *StepRecord) { s.Findings = []model.Finding{{Severity: model.SeverityWarning}} }), // counted
+		// A misoperation the system took without an alarm is rolled back, not
+		// followed by a fault (seed 4: 100 replicas placed on 3 nodes).
+		step(8, model.StepApply, d2, d2, func(s *StepRecord) { s.Misoperation = true }),
+		step(9, model.StepRollback, d1, d1, nil),
 	}
 	_, ws, err := Replay(recs)
 	if err != nil {
@@ -148,8 +152,11 @@ func TestReplayCountsConvergedStates(t *testing.T) {
 	if ws[0].Applied != 2 {
 		t.Fatalf("Applied = %d, want 2 (one apply and one recreate reached D without an alarm)", ws[0].Applied)
 	}
-	if !convergedApply(ws[0].Last) {
-		t.Fatal("the last step (a recreate that converged) is not seen as one a fault may follow")
+	if !convergedApply(recs[8].Step) {
+		t.Fatal("the recreate that converged is not seen as one a fault may follow")
+	}
+	if convergedApply(recs[9].Step) {
+		t.Fatal("a misoperation reached without an alarm is seen as a valid state a fault may follow")
 	}
 }
 
