@@ -139,6 +139,8 @@ func TestValkeyClusterValidation(t *testing.T) {
 		{"auth with an empty Secret name", header + "spec: {auth: {passwordSecret: {name: '', key: password}}}", "", "passwordSecret needs the name"},
 		{"auth with an empty key", header + "spec: {auth: {passwordSecret: {name: s, key: ''}}}", "", "passwordSecret needs the name"},
 		{"auth with a Secret and a key", header + "spec: {auth: {passwordSecret: {name: s, key: password}}}", "", ""},
+		{"auth Secret optional", header + "spec: {auth: {passwordSecret: {name: s, key: password, optional: true}}}", "", "optional: true is not supported"},
+		{"auth Secret explicitly required", header + "spec: {auth: {passwordSecret: {name: s, key: password, optional: false}}}", "", ""},
 		{"auth off", header + "spec: {auth: {}}", "", ""},
 		{"TLS without Secret", header + "spec: {tls: {enabled: true}}", "", "secretName is required"},
 		{"timeout above interval", header + "spec: {failover: {healthCheckInterval: 1s, timeout: 2s}}", "", "must not exceed"},

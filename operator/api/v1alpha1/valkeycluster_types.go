@@ -239,8 +239,11 @@ type TLSSpec struct {
 // AuthSpec configures password authentication.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.passwordSecret) || (has(self.passwordSecret.name) && size(self.passwordSecret.name) > 0 && size(self.passwordSecret.key) > 0)",message="auth.passwordSecret needs the name of a Secret in the cluster's namespace and a key in it"
+// +kubebuilder:validation:XValidation:rule="!has(self.passwordSecret) || !has(self.passwordSecret.optional) || !self.passwordSecret.optional",message="auth.passwordSecret.optional: true is not supported: the operator never runs the servers without the password the Secret holds; create the Secret (until it exists the cluster reports PasswordSecretMissing)"
 type AuthSpec struct {
-	// PasswordSecret selects the key of a Secret that holds the password.
+	// PasswordSecret selects the key of a Secret that holds the password. The
+	// Secret must exist: optional: true is refused (a cluster is never run
+	// without the password it names).
 	// +optional
 	PasswordSecret *corev1.SecretKeySelector `json:"passwordSecret,omitempty"`
 }
