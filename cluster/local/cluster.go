@@ -204,15 +204,13 @@ func Create(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return c, br.err
 	}
 	c.timings["network+binaries"] = time.Since(t0)
-	ports, err := pickPorts(opts, gw)
-	if err != nil {
-		return c, err
-	}
-	c.apiPort = ports[0]
-	c.cp, err = controlplane.Start(ctx, controlplane.Config{
+	c.cp, err = controlplane.StartFreshPorts(ctx, controlplane.Config{
 		Name: opts.Name, Dir: filepath.Join(info.Dir, "controlplane"), Binaries: br.b, Address: gw,
-		APIServerPort: ports[0], EtcdPort: ports[1], EtcdPeerPort: ports[2],
 		ServiceCIDR: info.ServiceCIDR, Log: c.log,
+	}, func() ([3]int, error) {
+		ports, err := pickPorts(opts, gw)
+		c.apiPort = ports[0]
+		return ports, err
 	})
 	if err != nil {
 		return c, err

@@ -75,7 +75,7 @@ func Available(ctx context.Context) error {
 }
 
 // Start starts the control plane and waits until it serves (about 3 s here). Stop ends it.
-func Start(ctx context.Context, opts Options) (s *Server, err error) {
+func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
@@ -86,7 +86,8 @@ func Start(ctx context.Context, opts Options) (s *Server, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	s = &Server{dir: opts.Dir, sem: make(chan struct{}, opts.Parallel)}
+	// s, not the result: "return nil, err" must not leave the cleanup a nil server.
+	s := &Server{dir: opts.Dir, sem: make(chan struct{}, opts.Parallel)}
 	if s.dir == "" {
 		if s.dir, err = os.MkdirTemp("", "gauntlet-apicheck-"); err != nil {
 			return nil, fmt.Errorf("apicheck: state folder: %w", err)
@@ -98,17 +99,18 @@ func Start(ctx context.Context, opts Options) (s *Server, err error) {
 			_ = s.Stop(context.Background())
 		}
 	}()
-	var ports [3]int
-	for i := range ports {
-		if ports[i], err = controlplane.FreePort("127.0.0.1"); err != nil {
-			return nil, fmt.Errorf("apicheck: %w", err)
+	freePorts := func() (ports [3]int, err error) {
+		for i := range ports {
+			if ports[i], err = controlplane.FreePort("127.0.0.1"); err != nil {
+				return ports, fmt.Errorf("apicheck: %w", err)
+			}
 		}
+		return ports, nil
 	}
-	s.cp, err = controlplane.Start(ctx, controlplane.Config{
+	s.cp, err = controlplane.StartFreshPorts(ctx, controlplane.Config{
 		Name: "apicheck", Dir: s.dir, Binaries: bins, Address: netip.MustParseAddr("127.0.0.1"),
-		APIServerPort: ports[0], EtcdPort: ports[1], EtcdPeerPort: ports[2],
 		ServiceCIDR: netip.MustParsePrefix(serviceCIDR), Log: opts.Log,
-	})
+	}, freePorts)
 	if err != nil {
 		return nil, fmt.Errorf("apicheck: start control plane: %w", err)
 	}

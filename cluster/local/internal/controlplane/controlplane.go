@@ -34,6 +34,12 @@ import (
 // ErrComponentExited is reported when a control-plane process ends while the cluster runs.
 var ErrComponentExited = errors.New("control-plane component exited")
 
+// ErrPortInUse marks a start that failed because a component could not bind
+// its port: a port FreePort found free was taken before the component bound it
+// (an outgoing connection's ephemeral port, another cluster starting). Starting
+// again with other ports succeeds; see StartFreshPorts.
+var ErrPortInUse = errors.New("a control-plane port was taken before the component bound it")
+
 // Config describes one control plane.
 type Config struct {
 	// Name is the cluster name (used in certificates and the kubeconfig context).
@@ -83,14 +89,19 @@ type component struct {
 // Start issues the certificates, starts etcd and the API server together (the API
 // server retries until etcd answers), waits for /readyz, then starts the
 // controller-manager and the scheduler. On error everything started is stopped.
-func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
+func Start(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	cp = &ControlPlane{cfg: cfg, pkiDir: filepath.Join(cfg.Dir, "pki"), failed: make(chan error, 4)}
+	// cp, not the result: "return nil, err" must not leave the cleanup a nil
+	// control plane (it panicked, and leaked what had started).
+	cp := &ControlPlane{cfg: cfg, pkiDir: filepath.Join(cfg.Dir, "pki"), failed: make(chan error, 4)}
 	defer func() {
 		if err != nil {
 			_ = cp.Stop(context.Background())
+			// A later start in the same folder begins afresh (etcd keeps the
+			// member's peer URL in its data).
+			_ = os.RemoveAll(filepath.Join(cfg.Dir, "etcd"))
 		}
 	}()
 	files, err := cp.issue()
@@ -320,7 +331,11 @@ func (cp *ControlPlane) run(name, bin string, args []string) error {
 		stopped := c.stopped
 		cp.mu.Unlock()
 		if !stopped {
-			err := fmt.Errorf("%w: %s (%v); last log lines from %s:\n%s", ErrComponentExited, name, c.err, logPath, tail(logPath, 15))
+			last := tail(logPath, 15)
+			err := fmt.Errorf("%w: %s (%v); last log lines from %s:\n%s", ErrComponentExited, name, c.err, logPath, last)
+			if strings.Contains(last, "address already in use") {
+				err = fmt.Errorf("%w: %w", ErrPortInUse, err)
+			}
 			cp.cfg.Log.Error("control-plane component exited", "component", name, "err", c.err, "log", logPath)
 			select {
 			case cp.failed <- err:
@@ -408,6 +423,28 @@ func (cp *ControlPlane) PIDs() map[string]int {
 		}
 	}
 	return m
+}
+
+// StartFreshPorts starts a control plane as Start does, with ports ports
+// chooses (API server, etcd client, etcd peer), and chooses again and retries,
+// up to three starts in all, when one was taken before its component bound it
+// (ErrPortInUse).
+func StartFreshPorts(ctx context.Context, cfg Config, ports func() ([3]int, error)) (*ControlPlane, error) {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	for attempt := 1; ; attempt++ {
+		p, err := ports()
+		if err != nil {
+			return nil, err
+		}
+		cfg.APIServerPort, cfg.EtcdPort, cfg.EtcdPeerPort = p[0], p[1], p[2]
+		cp, err := Start(ctx, cfg)
+		if err == nil || !errors.Is(err, ErrPortInUse) || attempt == 3 || ctx.Err() != nil {
+			return cp, err
+		}
+		cfg.Log.Warn("a control-plane port was taken before its component bound it; starting again on other ports", "attempt", attempt, "err", err)
+	}
 }
 
 // FreePort returns a TCP port on which nothing listens at addr now.

@@ -3,7 +3,9 @@ package controlplane
 import (
 	"context"
 	"errors"
+	"net"
 	"net/netip"
+	"os/exec"
 	"os"
 	"testing"
 	"time"
@@ -107,5 +109,57 @@ func TestCheckPortFree(t *testing.T) {
 	}
 	if err := CheckPortFree("127.0.0.1", p); err != nil {
 		t.Fatalf("free port reported busy: %v", err)
+	}
+}
+
+// TestStartPortTaken: seed 6 of the untuned campaign died with a nil-pointer
+// panic when etcd found its free port taken (the cleanup ran on the nil result
+// and the API server it had started was left running). A taken port is
+// ErrPortInUse, nothing is left running, and StartFreshPorts starts again on
+// other ports.
+func TestStartPortTaken(t *testing.T) {
+	bins := binariesOrSkip(t)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	takenPort := taken.Addr().(*net.TCPAddr).Port
+	free := func() int {
+		p, err := FreePort("127.0.0.1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cfg := Config{Name: "cptest", Dir: t.TempDir(), Binaries: bins, Address: netip.MustParseAddr("127.0.0.1"),
+		ServiceCIDR: netip.MustParsePrefix("10.96.0.0/16")}
+	one := cfg
+	one.APIServerPort, one.EtcdPort, one.EtcdPeerPort = free(), takenPort, free()
+	cp, err := Start(ctx, one)
+	if cp != nil || !errors.Is(err, ErrPortInUse) {
+		t.Fatalf("etcd on a taken port: control plane %v, error %v, want ErrPortInUse", cp, err)
+	}
+	if out, _ := exec.Command("pgrep", "-f", one.Dir).Output(); len(out) > 0 {
+		t.Errorf("processes of the failed start still run: %s", out)
+	}
+	calls := 0
+	cp, err = StartFreshPorts(ctx, cfg, func() ([3]int, error) {
+		calls++
+		if calls == 1 {
+			return [3]int{free(), takenPort, free()}, nil
+		}
+		return [3]int{free(), free(), free()}, nil
+	})
+	if err != nil {
+		t.Fatalf("StartFreshPorts: %v", err)
+	}
+	if err := cp.Stop(context.Background()); err != nil {
+		t.Error(err)
+	}
+	if calls != 2 {
+		t.Errorf("ports chosen %d times, want 2 (the taken port, then free ones)", calls)
 	}
 }
