@@ -5,8 +5,8 @@ import (
 	"errors"
 	"net"
 	"net/netip"
-	"os/exec"
 	"os"
+	"os/exec"
 	"testing"
 	"time"
 
