@@ -360,6 +360,10 @@ type Op struct {
 	Got   string `json:"got,omitempty"`
 	// Target is the address (pod IP:port) the request went to.
 	Target string `json:"target,omitempty"`
+	// ReadOnly is, for a write, that the target refused it as a read-only
+	// replica: evidence of the target's role at that moment, which the
+	// monitor's readings, taken every 250 ms, may miss.
+	ReadOnly bool `json:"readOnly,omitempty"`
 }
 
 // History is a workload's record over one transition (or a whole session).

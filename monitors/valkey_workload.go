@@ -372,6 +372,13 @@ func (r *valkeyRun) begin(ctx context.Context, op *model.Op, timeout time.Durati
 	return ctx, cancel, c, t
 }
 
+// readOnlyReplica reports whether err is a replica's refusal of a write
+// (READONLY You can't write against a read only replica).
+func readOnlyReplica(err error) bool {
+	ve, ok := vk.IsValkeyErr(err)
+	return ok && strings.HasPrefix(ve.Error(), "READONLY")
+}
+
 // write sends SET key value then WAIT required WaitTimeout on the same
 // connection, within RequestTimeout + WaitTimeout.
 func (r *valkeyRun) write(ctx context.Context, key, value string, required int) model.Op {
@@ -390,6 +397,7 @@ func (r *valkeyRun) write(ctx context.Context, key, value string, required int) 
 	op.End = time.Now()
 	if err := res[0].Error(); err != nil {
 		op.Err = "SET: " + valkeyconn.Describe(err).Error()
+		op.ReadOnly = readOnlyReplica(err)
 		r.failed(t.addr, err)
 		return op
 	}

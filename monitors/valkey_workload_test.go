@@ -388,3 +388,24 @@ func TestValkeyRunRoundRobin(t *testing.T) {
 		t.Error("pick with no target succeeded")
 	}
 }
+
+// TestReadOnlyReplica: a write a replica refuses is marked ReadOnly (the
+// durability oracle then knows the target answered as a replica); other
+// errors are not.
+func TestReadOnlyReplica(t *testing.T) {
+	p := startPair(t, true, nil, nil)
+	ctx := context.Background()
+	rep := client(t, net.JoinHostPort(replicaIP, strconv.Itoa(p.port)), "")
+	err := rep.Do(ctx, rep.B().Set().Key("k").Value("v").Build()).Error()
+	if err == nil || !readOnlyReplica(err) {
+		t.Fatalf("SET on a replica: %v, readOnlyReplica %v, want a READONLY refusal", err, readOnlyReplica(err))
+	}
+	prim := client(t, net.JoinHostPort(primaryIP, strconv.Itoa(p.port)), "")
+	if err := prim.Do(ctx, prim.B().Set().Key("s").Value("text").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	err = prim.Do(ctx, prim.B().Incr().Key("s").Build()).Error()
+	if err == nil || readOnlyReplica(err) {
+		t.Fatalf("INCR on a string: %v, readOnlyReplica %v, want another error", err, readOnlyReplica(err))
+	}
+}

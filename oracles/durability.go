@@ -118,8 +118,12 @@ type StaleRead struct {
 // for a key whose write had been acknowledged (OK, Acks >= h.Required) before
 // the read started: once acknowledged with the promised replication, a write
 // must stay visible. Reads that went to a member the monitor saw as a replica
-// (in the last of samples taken at or before the read started) are left out: a
-// replica may lag. With Required 0 nothing is promised and nothing is returned.
+// (in the last of samples taken at or before the read started), or that the
+// workload's own writes show answered as one (it refused the last write sent
+// to it before the read, and the first after, as a read-only replica: a
+// restarted primary comes back fenced, as a replica, between two readings), are
+// left out: a replica may lag. With Required 0 nothing is promised and nothing
+// is returned.
 func StaleReads(h *model.History, samples []model.SystemSample) []StaleRead {
 	if h == nil || h.Required <= 0 {
 		return nil
@@ -146,12 +150,35 @@ func StaleReads(h *model.History, samples []model.SystemSample) []StaleRead {
 		if !ok || !w.End.Before(r.Start) {
 			continue
 		}
-		if readFromReplica(r, smp) {
+		if readFromReplica(r, smp) || answeredAsReplica(r, h.Ops) {
 			continue
 		}
 		out = append(out, StaleRead{Read: r, Write: w})
 	}
 	return out
+}
+
+// answeredAsReplica reports whether the last write sent to r's target before r
+// started, and the first sent to it after r ended (if any), were refused as
+// read-only (Op.ReadOnly): r's target was a replica around r.
+func answeredAsReplica(r model.Op, ops []model.Op) bool {
+	if r.Target == "" {
+		return false
+	}
+	var before, after *model.Op
+	for i := range ops {
+		w := &ops[i]
+		if w.Kind != model.OpWrite || w.Target != r.Target {
+			continue
+		}
+		if !w.End.After(r.Start) && (before == nil || w.End.After(before.End)) {
+			before = w
+		}
+		if !w.Start.Before(r.End) && (after == nil || w.Start.Before(after.Start)) {
+			after = w
+		}
+	}
+	return before != nil && before.ReadOnly && (after == nil || after.ReadOnly)
 }
 
 // readFromReplica reports whether r's target was a replica in the last sample

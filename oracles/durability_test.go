@@ -24,6 +24,18 @@ func readOp(key string, ms int, target, got string) model.Op {
 	return o
 }
 
+// refused is a write to target at +ms: refused as read-only when readOnly, else
+// accepted (a later write proves the target took writes again).
+func refused(target string, ms int, readOnly bool) model.Op {
+	o := model.Op{Kind: model.OpWrite, Key: "other", Value: "v", Start: at(ms), End: at(ms + 1), Target: target, Acks: -1}
+	if readOnly {
+		o.Err, o.ReadOnly = "SET: READONLY You can't write against a read only replica.", true
+	} else {
+		o.OK, o.Acks = true, 1
+	}
+	return o
+}
+
 func keysOf(l []LostWrite) []string {
 	var out []string
 	for _, x := range l {
@@ -115,6 +127,13 @@ func TestStaleReads(t *testing.T) {
 		{"write not acknowledged enough", 2, []model.Op{write, readOp("a", 100, primary, "")}, nil, 0},
 		{"read failed", 1, []model.Op{write, func() model.Op { o := readOp("a", 100, primary, ""); o.OK = false; return o }()}, nil, 0},
 		{"no promise", 0, []model.Op{write, readOp("a", 100, primary, "")}, nil, 0},
+		// Seed 5 of the untuned campaign: the primary's container crashed and
+		// came back fenced, as a replica, between two readings; the writes sent
+		// to it just before and after the read were refused as read-only.
+		{"answered as a replica", 1, []model.Op{write, refused(primary, 98, true), readOp("a", 100, primary, ""), refused(primary, 103, true)}, []model.SystemSample{sample}, 0},
+		{"refused before only, accepted after", 1, []model.Op{write, refused(primary, 98, true), readOp("a", 100, primary, ""), refused(primary, 103, false)}, []model.SystemSample{sample}, 1},
+		{"accepted before", 1, []model.Op{write, refused(primary, 98, false), readOp("a", 100, primary, "")}, []model.SystemSample{sample}, 1},
+		{"another target refused", 1, []model.Op{write, refused(replica, 98, true), readOp("a", 100, primary, "")}, []model.SystemSample{sample}, 1},
 	}
 	for _, c := range cases {
 		if got := len(StaleReads(&model.History{Required: c.required, Ops: c.ops}, c.samples)); got != c.want {
