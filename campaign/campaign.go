@@ -563,12 +563,12 @@ func (r *runner) runWorker(ctx context.Context, e *env, w int, plan *inputgen.Pl
 		// that a 3-node cluster happened to place made every later step of the worker a
 		// 100-pod roll and a 5-minute timeout).
 		skip := Cursor{Case: cur.Case + 1}
-		rb, rsnap, after, err := r.rollBack(ctx, sess, in, rec, snap, skip, prog)
+		rb, rsnap, after, base, err := r.rollBack(ctx, sess, in, rec, snap, skip, prog)
 		if err != nil {
 			return err
 		}
 		index = after
-		prevS, prevID = rsnap, rb.ID()
+		prevD, prevS, prevID = base, rsnap, rb.ID()
 		cur = skip
 	}
 	if pending != nil {
@@ -643,9 +643,11 @@ func (r *runner) resumeWorker(ctx context.Context, sess *session, w int, plan *i
 // in.desired and ended in rec, snap) it declares in.prevDesired again and
 // requires the system to reach in.prev. When the API server refuses to go back
 // (a CEL transition rule, an immutable field) it deletes and re-creates the CR
-// with in.prevDesired. It returns the last rollback step's record and snapshot,
-// and the index of the step after it.
-func (r *runner) rollBack(ctx context.Context, sess *session, in stepInput, rec *StepRecord, snap *model.Snapshot, skip Cursor, prog *progress) (*StepRecord, *model.Snapshot, int, error) {
+// with in.prevDesired; when the API server refuses that too, it re-creates the
+// CR from the seed, so that the worker goes on from S0 rather than without a
+// CR. It returns the last rollback step's record and snapshot, the index of
+// the step after it, and the desired state the worker now stands on.
+func (r *runner) rollBack(ctx context.Context, sess *session, in stepInput, rec *StepRecord, snap *model.Snapshot, skip Cursor, prog *progress) (*StepRecord, *model.Snapshot, int, model.Object, error) {
 	back := stepInput{worker: in.worker, index: in.index + 1, kind: model.StepRollback, testCase: in.testCase, misop: in.misop, cause: in.cause,
 		changed: changedPaths(in.desired, in.prevDesired), desired: in.prevDesired, prevDesired: in.desired, prev: snap, reference: in.prev,
 		recreate: in.recreate, caseBase: in.caseBase, cursor: skip, prevID: rec.ID()}
@@ -659,22 +661,45 @@ func (r *runner) rollBack(ctx context.Context, sess *session, in stepInput, rec 
 	}
 	rb, rsnap, err := sess.run(ctx, back)
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, 0, nil, err
 	}
 	if rb.Alarm() {
 		prog.alarms.Add(1)
 	}
+	base := in.prevDesired
 	if !jsonEqual(rb.Current, in.prevDesired) && !in.recreate {
 		// The API server refused to go back: delete and re-create the CR.
 		back.index, back.prev, back.recreate, back.prevID = back.index+1, rsnap, true, rb.ID()
 		if rb, rsnap, err = sess.run(ctx, back); err != nil {
-			return nil, nil, 0, err
+			return nil, nil, 0, nil, err
 		}
 		if rb.Alarm() {
 			prog.alarms.Add(1)
 		}
+		if seed := sess.baselineD; fallBackToSeed(rb, in.prevDesired, seed) {
+			// It refused the re-creation too (CloudNativePG's webhook refused
+			// a field of D(i-1) on create): the CR is gone, and every later
+			// desired state built on D(i-1) would be refused as well.
+			r.cfg.Logger.Warn("the API server refused to re-create the custom resource; the worker goes back to the seed", "worker", in.worker, "step", rb.ID())
+			back.index, back.prev, back.prevID = back.index+1, rsnap, rb.ID()
+			back.desired, back.changed, back.prevDesired, back.reference = seed, changedPaths(in.prevDesired, seed), in.prevDesired, sess.baseline
+			if rb, rsnap, err = sess.run(ctx, back); err != nil {
+				return nil, nil, 0, nil, err
+			}
+			if rb.Alarm() {
+				prog.alarms.Add(1)
+			}
+			base = seed
+		}
 	}
-	return rb, rsnap, back.index + 1, nil
+	return rb, rsnap, back.index + 1, base, nil
+}
+
+// fallBackToSeed reports whether a rollback re-creation (rb, which declared
+// want) was refused by the API server and the seed, a different desired
+// state, is known: the worker should re-create the CR from the seed.
+func fallBackToSeed(rb *StepRecord, want, seed model.Object) bool {
+	return seed != nil && !jsonEqual(rb.Current, want) && !jsonEqual(seed, want)
 }
 
 // faultDue draws the fault due after the applied-th converged desired state (rec,

@@ -61,24 +61,44 @@ func TestDeclared(t *testing.T) {
 	}
 }
 
-// TestRetriedAsRecreation: a rollback the API server refuses (seed 4: a storage
+// TestRetriedLater: a rollback the API server refuses (seed 4: a storage
 // grow's rollback, which the CRD forbids as a shrink) is retried as a
 // re-creation and not judged itself — it repeated the failed step's health
 // findings and a "failed to roll back" no rollback had attempted. A refused
 // apply, and a refused re-creation (nothing follows it), are judged.
-func TestRetriedAsRecreation(t *testing.T) {
+//
+// A refused re-creation is retried from the seed (CloudNativePG's webhook
+// refused a field of D(i-1) on create, and the worker, left without a CR, had
+// its next 72 desired states refused); the re-creation of the seed is judged.
+func TestRetriedLater(t *testing.T) {
+	seed := model.Object{"spec": map[string]any{"instances": int64(1)}}
+	d := model.Object{"spec": map[string]any{"instances": int64(1), "projectedVolumeTemplate": map[string]any{"defaultMode": int64(2)}}}
 	cases := []struct {
+		name string
 		in   stepInput
+		seed model.Object
 		want bool
 	}{
-		{stepInput{kind: model.StepRollback}, true},
-		{stepInput{kind: model.StepRollback, recreate: true}, false},
-		{stepInput{kind: model.StepApply}, false},
-		{stepInput{kind: model.StepApply, recreate: true}, false},
+		{"a refused rollback", stepInput{kind: model.StepRollback, desired: d}, seed, true},
+		{"a refused re-creation of D(i-1)", stepInput{kind: model.StepRollback, recreate: true, desired: d}, seed, true},
+		{"a refused re-creation of the seed", stepInput{kind: model.StepRollback, recreate: true, desired: seed}, seed, false},
+		{"a refused re-creation, no seed known", stepInput{kind: model.StepRollback, recreate: true, desired: d}, nil, false},
+		{"a refused apply", stepInput{kind: model.StepApply, desired: d}, seed, false},
+		{"a refused recreate apply", stepInput{kind: model.StepApply, recreate: true, desired: d}, seed, false},
 	}
 	for _, c := range cases {
-		if got := retriedAsRecreation(c.in); got != c.want {
-			t.Errorf("%s (recreate %v): %v, want %v", c.in.kind, c.in.recreate, got, c.want)
+		if got := retriedLater(c.in, c.seed); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
+	}
+	refused := &StepRecord{Current: seed} // a refused step keeps the previous desired state
+	if !fallBackToSeed(refused, d, seed) {
+		t.Error("a refused re-creation of D(i-1) does not fall back to the seed")
+	}
+	if fallBackToSeed(&StepRecord{Current: d}, d, seed) {
+		t.Error("an accepted re-creation falls back to the seed")
+	}
+	if fallBackToSeed(refused, seed, seed) || fallBackToSeed(refused, d, nil) {
+		t.Error("falls back to the seed when it is what was refused, or unknown")
 	}
 }

@@ -304,7 +304,7 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 			Evidence:  []model.Evidence{{Detail: err.Error()}},
 		})
 		rec.Current = in.prevDesired
-		if retriedAsRecreation(in) {
+		if retriedLater(in, s.baselineD) {
 			in.noJudge = true
 		}
 	}
@@ -420,14 +420,17 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 	return rec, snap, nil
 }
 
-// retriedAsRecreation reports whether step in, refused by the API server, is a
-// rollback that rollBack retries by deleting and re-creating the custom
-// resource. Such a step is not judged: nothing was declared, so the state is
-// still the failed step's, which that step's record judged; judging it again
-// would only repeat those findings and report a recovery never attempted. The
-// re-creation is judged.
-func retriedAsRecreation(in stepInput) bool {
-	return in.kind == model.StepRollback && !in.recreate
+// retriedLater reports whether step in, refused by the API server, is a
+// rollback that rollBack retries: by deleting and re-creating the custom
+// resource, or, when that re-creation is refused too, by re-creating it from
+// seed (fallBackToSeed). Such a step is not judged: what it declared never
+// took effect, so judging it would only repeat the failed step's findings and
+// report a recovery never attempted. The last attempt is judged.
+func retriedLater(in stepInput, seed model.Object) bool {
+	if in.kind != model.StepRollback {
+		return false
+	}
+	return !in.recreate || (seed != nil && !jsonEqual(seed, in.desired))
 }
 
 // declared is the step and desired state a transition is judged against: the
