@@ -593,7 +593,9 @@ func (c *Consistency) judge(t *model.Transition, p property, ix *stateIndex, fs 
 // defaultedOnRemoval reports whether every field that still holds a removed
 // property's previous value held that same value in the baseline state (the
 // seed's, which did not set the property): the previous value is the
-// operator's default, and a removal rightly leaves it in effect.
+// operator's default, and a removal rightly leaves it in effect. Objects the
+// baseline did not have (pods of a scale-up since) are not compared, but at
+// least one field must be.
 func defaultedOnRemoval(t *model.Transition, p property, still []*node) bool {
 	if t.Baseline == nil || t.BaselineDesired == nil || len(still) == 0 {
 		return false
@@ -601,11 +603,13 @@ func defaultedOnRemoval(t *model.Transition, p property, still []*node) bool {
 	if v, ok := jsonv.GetPath(map[string]any(t.BaselineDesired), p.path); ok && !isEmpty(v) {
 		return false
 	}
+	compared := 0
 	for _, n := range still {
 		obj, ok := t.Baseline.Objects[n.obj]
 		if !ok {
-			return false
+			continue
 		}
+		compared++
 		v, ok := jsonv.GetPath(map[string]any(obj), n.path)
 		if !ok {
 			return false
@@ -622,7 +626,7 @@ func defaultedOnRemoval(t *model.Transition, p property, still []*node) bool {
 			return false
 		}
 	}
-	return true
+	return compared > 0
 }
 
 // reflecting returns the fields of the state reached that hold the desired value
