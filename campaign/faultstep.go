@@ -268,6 +268,7 @@ func (s *session) heal(ctx context.Context, af *activeFault) error {
 	}
 	err := s.env.inj.Remove(context.WithoutCancel(ctx), af.spec)
 	af.rec.Removed = time.Now().UTC()
+	s.actionDone()
 	if af.spec.Kind == faults.Partition {
 		s.isolate(af.spec.Pods, "")
 	}

@@ -170,6 +170,12 @@ func (s *session) declare(ctx context.Context, d model.Object, recreate bool) (s
 	if err := retryWebhook(ctx, webhookSettle, func() error { return s.env.kube.apply(ctx, obj, s.ns) }); err != nil {
 		return started, time.Time{}, nil, err
 	}
+	// The quiet window starts when the apply returned, not when it was sent:
+	// an apply retried while the operator's webhook came back (CloudNativePG
+	// seed 1, 3.2 s after an operator crash) had already "been quiet" for
+	// the whole window, and the step converged at once, before the operator
+	// had seen the change.
+	s.actionDone()
 	if s.crKey == "" {
 		m, err := s.env.kube.mapping(obj)
 		if err == nil {
@@ -179,6 +185,11 @@ func (s *session) declare(ctx context.Context, d model.Object, recreate bool) (s
 	converged, notReady, err = s.wait(ctx, started)
 	return started, converged, notReady, err
 }
+
+// actionDone restarts the quiet window: the harness's own action (an apply
+// that returned, a fault healed) is a change the system may still react to,
+// so convergence is never declared on quiet that ended before it.
+func (s *session) actionDone() { s.watch.q.Touch(time.Now()) }
 
 // snapshot records S: objects from the watch caches, events and operator log since the last
 // snapshot, monitors.
