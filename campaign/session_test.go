@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/gauntlet-dev/gauntlet/model"
+	"github.com/gauntlet-dev/gauntlet/targets"
 )
 
 // TestOperatorDown: an operator pod that is not ready is a readiness problem;
@@ -100,5 +101,22 @@ func TestRetriedLater(t *testing.T) {
 	}
 	if fallBackToSeed(refused, seed, seed) || fallBackToSeed(refused, d, nil) {
 		t.Error("falls back to the seed when it is what was refused, or unknown")
+	}
+}
+
+// TestDanglingNamed: a desired state naming something the target declares
+// unavailable (a CloudNativePG plugin none installed) is a misoperation with
+// that reason; an available name is not.
+func TestDanglingNamed(t *testing.T) {
+	tg := &targets.Target{References: []targets.Reference{{Path: "spec.plugins[].name", Named: "CNPG-I plugin", Available: []string{"barman"}}}}
+	s := &session{r: &runner{cfg: Config{}.withDefaults(), target: tg}, env: &env{}}
+	d := model.Object{"spec": map[string]any{"plugins": []any{map[string]any{"name": "gauntlet-x6f8v", "enabled": true}}}}
+	why := s.dangling(context.Background(), d)
+	if !strings.Contains(why, `spec.plugins[0].name names the CNPG-I plugin "gauntlet-x6f8v", which the test cluster does not have`) {
+		t.Errorf("dangling = %q", why)
+	}
+	d["spec"].(map[string]any)["plugins"] = []any{map[string]any{"name": "barman"}}
+	if why := s.dangling(context.Background(), d); why != "" {
+		t.Errorf("an available plugin is dangling: %q", why)
 	}
 }

@@ -128,6 +128,12 @@ func (s *session) crObject(d model.Object) model.Object {
 func (s *session) dangling(ctx context.Context, d model.Object) string {
 	var missing []string
 	for _, ref := range s.r.target.ReferencesIn(d) {
+		if ref.Named != "" {
+			if ref.Unavailable {
+				missing = append(missing, fmt.Sprintf("%s names the %s %q, which the test cluster does not have", ref.Path, ref.Named, ref.Name))
+			}
+			continue
+		}
 		obj, err := s.env.kube.lookup(ctx, ref.APIVersion, ref.Kind, s.ns, ref.Name)
 		switch {
 		case err != nil:

@@ -36,7 +36,8 @@ import (
 //	properties: [spec.replicas]
 //	differentialMasks: [PersistentVolumeClaim/data-*] # state kept by design depending on history
 //	fixtures: [samples/secret.yaml] # created in every test namespace before the seed
-//	references: [{path: spec.backup.claim, kind: PersistentVolumeClaim}, {path: spec.secretName, creates: true}]
+//	references: [{path: spec.backup.claim, kind: PersistentVolumeClaim}, {path: spec.secretName, creates: true},
+//	             {path: "spec.plugins[].name", named: plugin, available: [barman]}] # naming another: a misoperation
 //	oracleConfig: {skip: [spec.tls.commonName]} # oracles.Config: tunes the standard oracles
 //	imageMapping:          # how images run on the embedded cluster (an image-mapping file's content)
 //	  rules:
@@ -166,8 +167,8 @@ func parseFile(path string, data []byte) (*Target, error) {
 		t.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	}
 	for i, r := range spec.References {
-		if r.Path == "" || (r.Kind == "" && !r.Creates) {
-			return nil, fmt.Errorf("target file %s: references[%d] needs a path and a kind (e.g. {path: spec.tls.secretName, kind: Secret}), or creates: true for a path naming an object the operator creates", path, i)
+		if why := r.check(); why != "" {
+			return nil, fmt.Errorf("target file %s: references[%d] %s", path, i, why)
 		}
 	}
 	if spec.OracleConfig != nil {

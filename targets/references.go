@@ -1,6 +1,7 @@
 package targets
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,11 +14,38 @@ import (
 // With Creates, the path names an object the operator itself creates (a
 // cert-manager Certificate's spec.secretName): it is not a reference, and is
 // not inferred as one from its field name.
+//
+// With Named, the path names something that is not a Kubernetes object (a
+// CloudNativePG plugin, an issuer API group): Named says what it is, for
+// messages, and Available lists the names the test cluster has (none when
+// empty). A desired state naming another one is run as a misoperation, like one
+// naming a missing Secret.
 type Reference struct {
-	Path       string `json:"path"`
-	Kind       string `json:"kind,omitempty"`
-	APIVersion string `json:"apiVersion,omitempty"`
-	Creates    bool   `json:"creates,omitempty"`
+	Path       string   `json:"path"`
+	Kind       string   `json:"kind,omitempty"`
+	APIVersion string   `json:"apiVersion,omitempty"`
+	Creates    bool     `json:"creates,omitempty"`
+	Named      string   `json:"named,omitempty"`
+	Available  []string `json:"available,omitempty"`
+}
+
+// check says what is wrong with a declared reference ("" when nothing).
+func (r Reference) check() string {
+	set := 0
+	for _, b := range []bool{r.Kind != "", r.Creates, r.Named != ""} {
+		if b {
+			set++
+		}
+	}
+	switch {
+	case r.Path == "":
+		return "needs a path"
+	case set != 1:
+		return "needs exactly one of kind (the object it names, e.g. {path: spec.tls.secretName, kind: Secret}), creates: true (a path naming an object the operator creates) or named (what the name stands for, with the available names, e.g. {path: spec.plugins[].name, named: CNPG-I plugin, available: []})"
+	case len(r.Available) > 0 && r.Named == "":
+		return "lists available names without saying what they name (named: …)"
+	}
+	return ""
 }
 
 // Ref is one reference found in a desired state.
@@ -27,6 +55,10 @@ type Ref struct {
 	APIVersion string
 	Kind       string
 	Name       string
+	// Named is what a reference to something other than an object names (see
+	// Reference.Named); Unavailable says the test cluster has no such thing.
+	Named       string
+	Unavailable bool
 	// Key is the key the reference selects in the Secret or ConfigMap (a key
 	// selector's "key" beside its "name"), at KeyPath; "" when none.
 	Key, KeyPath string
@@ -83,6 +115,10 @@ func (t *Target) ReferencesIn(d map[string]any) []Ref {
 			p, g := strings.TrimPrefix(path, "."), strings.TrimPrefix(generic, ".")
 			if r, ok := declared[g]; ok {
 				if r.Creates {
+					return
+				}
+				if r.Named != "" {
+					out = append(out, Ref{Path: p, Named: r.Named, Name: x, Unavailable: !slices.Contains(r.Available, x)})
 					return
 				}
 				out = append(out, Ref{Path: p, APIVersion: orV1(r.APIVersion), Kind: r.Kind, Name: x})

@@ -88,3 +88,31 @@ func TestReferencesCreates(t *testing.T) {
 		t.Errorf("without the declaration spec.secretName should be inferred: %+v", got)
 	}
 }
+
+// TestReferencesNamed: a path declared with named names something other than
+// an object (CloudNativePG's plugins, none installed in the test cluster; a
+// cert-manager issuer group); a name not among the available ones is
+// unavailable (seed 1 judged a plugin the cluster did not have as "not
+// reflected" three times).
+func TestReferencesNamed(t *testing.T) {
+	tg := &Target{References: []Reference{
+		{Path: "spec.plugins[].name", Named: "CNPG-I plugin"},
+		{Path: "spec.issuerRef.group", Named: "issuer API group", Available: []string{"cert-manager.io"}},
+	}}
+	d := map[string]any{"spec": map[string]any{
+		"plugins":   []any{map[string]any{"name": "barman", "enabled": true}},
+		"issuerRef": map[string]any{"name": "ca", "group": "cert-manager.io"},
+	}}
+	want := []Ref{
+		{Path: "spec.issuerRef.group", Named: "issuer API group", Name: "cert-manager.io"},
+		{Path: "spec.plugins[0].name", Named: "CNPG-I plugin", Name: "barman", Unavailable: true},
+	}
+	if got := tg.ReferencesIn(d); !reflect.DeepEqual(got, want) {
+		t.Errorf("ReferencesIn = %+v, want %+v", got, want)
+	}
+	d["spec"].(map[string]any)["issuerRef"].(map[string]any)["group"] = "gauntlet-x1"
+	got := tg.ReferencesIn(d)
+	if len(got) != 2 || !got[0].Unavailable {
+		t.Errorf("an unknown issuer group is available: %+v", got)
+	}
+}

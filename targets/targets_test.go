@@ -137,6 +137,10 @@ func TestLoadTargetFileErrors(t *testing.T) {
 		{"bad sleep", strings.Replace(good, "{manifests: deploy/operator.yaml}", "{manifests: deploy/operator.yaml, sleep: 10}", 1), nil,
 			[]string{"FILE", "deploy[0].sleep"}},
 		{"not YAML", "crds: [\n", nil, []string{"FILE"}},
+		{"reference without what it names", good + "references: [{path: spec.x}]\n", nil, []string{"FILE", "references[0]", "exactly one of kind"}},
+		{"reference naming two things", good + "references: [{path: spec.x, kind: Secret, named: plugin}]\n", nil, []string{"FILE", "references[0]", "exactly one of kind"}},
+		{"available names of nothing", good + "references: [{path: spec.x, kind: Secret, available: [a]}]\n", nil, []string{"FILE", "references[0]", "without saying what they name"}},
+		{"reference without a path", good + "references: [{kind: Secret}]\n", nil, []string{"FILE", "references[0] needs a path"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
