@@ -38,6 +38,12 @@ func TestE2EChaosMesh(t *testing.T) {
 		}
 		testenv.Skip(t, testenv.Kind, "no container engine here, so no kind cluster to run Chaos Mesh in: %v", err)
 	}
+	if ok, err := kind.NodeImagePresent(ctx, ""); err != nil {
+		t.Fatal(err)
+	} else if !ok {
+		testenv.Skip(t, testenv.Kind, "the kind node image %s is not in the local engine, and this lane pulls nothing "+
+			"(no registry here; issue 12 builds a node image offline). Where a registry is reachable, `docker pull` it first", kind.DefaultNodeImage)
+	}
 	helm, err := exec.LookPath("helm")
 	if err != nil {
 		testenv.Unavailable(t, "helm is needed to install Chaos Mesh into the kind cluster (%v); install helm to run this test", err)

@@ -18,6 +18,7 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	kinddefaults "sigs.k8s.io/kind/pkg/apis/config/defaults"
 	kindv1 "sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
 
@@ -86,6 +87,30 @@ func Available(ctx context.Context) error {
 		return fmt.Errorf("%w: %s", ErrNoEngine, strings.TrimSpace(lastLine(string(out))))
 	}
 	return nil
+}
+
+// DefaultNodeImage is the node image of kind's library version, used when
+// Options.NodeImage is empty.
+const DefaultNodeImage = kinddefaults.Image
+
+// NodeImagePresent reports whether image (DefaultNodeImage when empty) is already
+// in the local engine (`docker image inspect`). kind pulls a missing node image
+// when it creates a cluster, which needs a reachable registry.
+func NodeImagePresent(ctx context.Context, image string) (bool, error) {
+	if image == "" {
+		image = DefaultNodeImage
+	}
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(cctx, "docker", "image", "inspect", "--format", "{{.Id}}", image).CombinedOutput()
+	if err == nil {
+		return true, nil
+	}
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && cctx.Err() == nil {
+		return false, nil // "No such image"
+	}
+	return false, fmt.Errorf("kind: docker image inspect %s: %w: %s", image, err, strings.TrimSpace(lastLine(string(out))))
 }
 
 // Provider creates kind clusters; it implements cluster.Provider.

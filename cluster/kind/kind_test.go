@@ -54,6 +54,12 @@ func TestE2EKindCluster(t *testing.T) {
 		}
 		testenv.Skip(t, testenv.Kind, "no container engine on this machine, kind cannot run: %v", err)
 	}
+	if ok, err := NodeImagePresent(ctx, ""); err != nil {
+		t.Fatal(err)
+	} else if !ok {
+		testenv.Skip(t, testenv.Kind, "the node image %s is not in the local engine, and this lane pulls nothing "+
+			"(no registry here; issue 12 builds a node image offline). Where a registry is reachable, `docker pull` it first", DefaultNodeImage)
+	}
 	c, err := Provider{Options: Options{Workers: 1, WaitForReady: 5 * time.Minute}}.Create(ctx, "gauntlet-kind-e2e")
 	if err != nil {
 		t.Fatal(err)
