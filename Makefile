@@ -26,13 +26,19 @@ TEST_EVENTS ?= $(CACHE_DIR)/test-events.json
 export GAUNTLET_CACHE_DIR := $(CACHE_DIR)
 export GAUNTLET_OPERATOR_BINARY := $(CURDIR)/$(BIN)/valkey-operator
 
-.PHONY: all deps tools controlplane coredns certmanager cnpg build demo test test-unit bench bench-bugs bench-campaign bench-inputgen vet fmt clean
+.PHONY: all deps kind-deps tools controlplane coredns certmanager cnpg build demo test test-unit bench bench-bugs bench-campaign bench-inputgen vet fmt clean
 
 all: build
 
 ## deps: Debian packages (valkey-server or redis-server, nftables, iproute2, util-linux)
 deps:
 	@bash hack/setup.sh
+
+## kind-deps: the kind lane's container engine — Debian's docker.io (dockerd, containerd, runc), the
+## narrow FORWARD rule that keeps the embedded cluster's pod bridges forwarding under Docker's DROP
+## policy, and dockerd started if no daemon answers (hack/kind-deps.sh; root; nothing is pulled)
+kind-deps:
+	@bash hack/kind-deps.sh
 
 ## tools: gotestsum (pinned, from the Go module proxy), which runs and summarises the tests
 tools: $(GOTESTSUM)
