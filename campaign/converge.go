@@ -61,6 +61,11 @@ func (q *quietTracker) State() (time.Time, uint64, <-chan struct{}) {
 type ConvergeOptions struct {
 	// Quiet is how long nothing may change before the system counts as converged (default 3s).
 	Quiet time.Duration
+	// QuietUnobserved replaces Quiet when it is longer, for a CR whose status has never
+	// reported which generation the operator saw (default 10s): without that evidence,
+	// quiet is all that says the operator has acted, and an operator may take seconds
+	// to start (CloudNativePG rolled a pod 3–5 s after a change: judged before it).
+	QuietUnobserved time.Duration
 	// Settle is how long nothing may change before a system whose workloads are not all ready
 	// counts as settled (the health oracle then judges it; default 30s).
 	Settle time.Duration
@@ -75,6 +80,9 @@ type ConvergeOptions struct {
 func (o ConvergeOptions) withDefaults() ConvergeOptions {
 	if o.Quiet <= 0 {
 		o.Quiet = 3 * time.Second
+	}
+	if o.QuietUnobserved <= 0 {
+		o.QuietUnobserved = 10 * time.Second
 	}
 	if o.Settle <= 0 {
 		o.Settle = 30 * time.Second

@@ -388,6 +388,10 @@ func (s *session) pickPod(ctx context.Context, p FaultPlan, d model.Object) (str
 // wait blocks until the session's namespace converges after start.
 func (s *session) wait(ctx context.Context, start time.Time) (time.Time, []string, error) {
 	opts := s.convergeOptions()
+	if !s.r.publishesGen.Load() {
+		opts.Quiet = max(opts.Quiet, opts.QuietUnobserved)
+		opts.Settle = max(opts.Settle, opts.Quiet)
+	}
 	at, notReady, err := waitConverged(ctx, opts, s.watch.q, start, func() (map[string]model.Object, string) {
 		objs := s.watch.objects()
 		if _, ok := num(get(objs[s.crKey], "status", "observedGeneration")); ok {

@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -56,6 +57,36 @@ func TestQuietFromLastAction(t *testing.T) {
 			}
 			if waited := time.Since(acted); waited < opts.Quiet {
 				t.Errorf("declared converged %s after the action, before the %s quiet window", waited, opts.Quiet)
+			}
+		}))
+	}
+}
+
+// TestQuietUnobserved: while the CR's status has never reported the generation
+// the operator saw (CloudNativePG's Cluster), a step waits the longer quiet
+// window: CloudNativePG rolled a pod 3–5 s after a change, after the 3 s window
+// had declared convergence (seed 2: stability alarms on s15, s25). Once the
+// campaign has seen the CR report it, the short window applies.
+func TestQuietUnobserved(t *testing.T) {
+	for _, publishes := range []bool{false, true} {
+		t.Run(map[bool]string{false: "no generation evidence", true: "generation published"}[publishes], inBubble(func(t *testing.T) {
+			start := time.Now()
+			r := &runner{cfg: Config{Converge: ConvergeOptions{Quiet: 3 * time.Second, QuietUnobserved: 10 * time.Second}}.withDefaults(), publishesGen: new(atomic.Bool)}
+			r.publishesGen.Store(publishes)
+			s := &session{r: r, env: &env{kube: &kube{}}, watch: &nsWatch{q: newQuietTracker(start)}}
+			at, _, err := s.wait(context.Background(), start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := 10 * time.Second
+			if publishes {
+				want = 3 * time.Second
+			}
+			if got := time.Since(start); got != want {
+				t.Errorf("converged after %s of quiet, want %s", got, want)
+			}
+			if !at.Equal(start) {
+				t.Errorf("converged at +%s, want the last change (the start)", at.Sub(start))
 			}
 		}))
 	}

@@ -86,18 +86,18 @@ func (f *runFlags) resolve(g *globals, spec string) (*targets.Target, cluster.Pr
 
 func newRunCmd(g *globals) *cobra.Command {
 	var (
-		rf                             runFlags
-		target, out, resume, order     string
-		workers, maxSteps              int
-		seed                           int64
-		goTests, shared, noDiff, noMin bool
-		minMisop                       bool
-		quietWin, timeout, stuckWin    time.Duration
-		faultKinds                     []string
-		faultEvery                     int
-		faultHold, minBudget, budget   time.Duration
-		fromSeed, dryRun, lenient      bool
-		shard, validateCore            string
+		rf                                      runFlags
+		target, out, resume, order              string
+		workers, maxSteps                       int
+		seed                                    int64
+		goTests, shared, noDiff, noMin          bool
+		minMisop                                bool
+		quietWin, quietUnobs, timeout, stuckWin time.Duration
+		faultKinds                              []string
+		faultEvery                              int
+		faultHold, minBudget, budget            time.Duration
+		fromSeed, dryRun, lenient               bool
+		shard, validateCore                     string
 	)
 	cmd := &cobra.Command{
 		Use:   "run --target valkey|FILE [--workers N] [--seed N] [--out DIR] [--max-steps N] [--shard K/N] [--dry-run] | --resume DIR",
@@ -123,7 +123,7 @@ which, and --resume keeps the recorded plan.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg := campaign.Config{Workers: workers, Seed: seed, OutDir: out, MaxSteps: maxSteps, GoTests: goTests,
 				SharedCluster: shared, NoDifferential: noDiff, NoMinimize: noMin, Progress: cmd.ErrOrStderr(), Quiet: g.quiet, Logger: g.logger()}
-			cfg.Converge.Quiet, cfg.Converge.Timeout, cfg.Converge.Stuck = quietWin, timeout, stuckWin
+			cfg.Converge.Quiet, cfg.Converge.QuietUnobserved, cfg.Converge.Timeout, cfg.Converge.Stuck = quietWin, quietUnobs, timeout, stuckWin
 			cfg.MinimizeBudget, cfg.DifferentialFromSeed, cfg.Budget = minBudget, fromSeed, budget
 			cfg.MinimizeMisoperations, cfg.Order = minMisop, order
 			var err error
@@ -243,6 +243,7 @@ which, and --resume keeps the recorded plan.`,
 	f.DurationVar(&minBudget, "minimize-budget", 0, "time all reproducer replays may take together (default 15m)")
 	f.BoolVar(&fromSeed, "differential-from-seed", false, "declare the seed before each differential re-run instead of creating D directly")
 	f.DurationVar(&quietWin, "quiet-window", 0, "time without changes that counts as converged (default 3s)")
+	f.DurationVar(&quietUnobs, "quiet-window-unobserved", 0, "the quiet window while the CR's status has never reported the generation the operator saw (default 10s; the longer of the two applies)")
 	f.DurationVar(&timeout, "converge-timeout", 0, "hard convergence timeout per step (default 5m)")
 	f.DurationVar(&stuckWin, "stuck-window", 0, "end a step early as stuck when nothing readiness depends on changed for this long (default 1m; negative: off)")
 	return cmd
