@@ -5,6 +5,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/gauntlet-dev/gauntlet/inputgen"
@@ -167,6 +168,74 @@ func userChangeOverData(prevD, d model.Object, changed []string, snap *model.Sna
 		}
 	}
 	return ""
+}
+
+// rootRefused reports why a desired state counts as a misoperation of the
+// user's: it changes the user or groups the containers run as, or whether they
+// may run as root, and the kubelet refuses to start a container of the state
+// reached because of it ("container has runAsNonRoot and image will run as
+// root": a pod-level runAsUser 0 under a container the operator marks
+// runAsNonRoot, as CloudNativePG does for every container of its instances).
+// The operator could refuse such an input at admission; the user asked for
+// something its pods cannot be. Empty when that is not the case.
+func rootRefused(prevD, d model.Object, changed []string, snap *model.Snapshot) string {
+	var ids []string
+	for _, p := range changed {
+		prev, _ := valueAt(prevD, p)
+		cur, _ := valueAt(d, p)
+		ids = append(ids, changedIdentity(p, prev, cur)...)
+		ids = append(ids, changedKey(p, prev, cur, "runAsNonRoot")...)
+	}
+	if len(ids) == 0 || snap == nil {
+		return ""
+	}
+	for _, o := range snap.Objects {
+		if o["kind"] != "Pod" {
+			continue
+		}
+		for _, f := range []string{"initContainerStatuses", "containerStatuses"} {
+			statuses, _ := get(o, "status", f).([]any)
+			for _, cs := range statuses {
+				m, _ := cs.(map[string]any)
+				reason, _ := get(m, "state", "waiting", "reason").(string)
+				msg, _ := get(m, "state", "waiting", "message").(string)
+				if reason == "CreateContainerConfigError" && strings.Contains(msg, "runAsNonRoot") {
+					name, _ := get(o, "metadata", "name").(string)
+					cname, _ := m["name"].(string)
+					sort.Strings(ids)
+					return fmt.Sprintf("%s changed the user the containers run as, and the kubelet refuses container %s of pod %s: %s", strings.Join(slices.Compact(ids), ", "), cname, name, msg)
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// changedKey lists the fields named key under path p whose value differs
+// between prev and cur.
+func changedKey(p string, prev, cur any, key string) []string {
+	var out []string
+	var walk func(p string, a, b any)
+	walk = func(p string, a, b any) {
+		am, aok := a.(map[string]any)
+		bm, bok := b.(map[string]any)
+		if aok || bok {
+			for k := range am {
+				if _, ok := bm[k]; !ok {
+					walk(p+"."+k, am[k], nil)
+				}
+			}
+			for k := range bm {
+				walk(p+"."+k, am[k], bm[k])
+			}
+			return
+		}
+		if p[strings.LastIndexByte(p, '.')+1:] == key && !jsonEqual(a, b) {
+			out = append(out, p)
+		}
+	}
+	walk(p, prev, cur)
+	return out
 }
 
 // changedIdentity lists the identity fields (see identityKeys) under path p

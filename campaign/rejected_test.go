@@ -129,3 +129,36 @@ func TestDesignedCause(t *testing.T) {
 		t.Errorf("a valid case has cause %q", got)
 	}
 }
+
+// TestRootRefused: CloudNativePG seed 2 declared a "privileged" pod security
+// context (runAsUser 0, runAsNonRoot false) and the kubelet refused its
+// instance's init container, which CloudNativePG marks runAsNonRoot: the user
+// asked for what the operator's pods cannot be — a misoperation, not a
+// health alarm. Another refusal, or no change of identity, is not one.
+func TestRootRefused(t *testing.T) {
+	pod := func(reason, msg string) *model.Snapshot {
+		return &model.Snapshot{Objects: map[string]model.Object{"/v1/Pod/ns/example-1": {"kind": "Pod", "metadata": map[string]any{"name": "example-1"},
+			"status": map[string]any{"initContainerStatuses": []any{map[string]any{"name": "bootstrap-controller",
+				"state": map[string]any{"waiting": map[string]any{"reason": reason, "message": msg}}}}}}}}
+	}
+	refused := pod("CreateContainerConfigError", `container has runAsNonRoot and image will run as root (pod: "example-1_ns(u)", container: bootstrap-controller)`)
+	prevD := model.Object{"spec": map[string]any{"instances": int64(1)}}
+	d := model.Object{"spec": map[string]any{"instances": int64(1), "podSecurityContext": map[string]any{"runAsUser": int64(0), "runAsNonRoot": false, "fsGroup": int64(0)}}}
+	changed := []string{"spec.podSecurityContext"}
+	got := rootRefused(prevD, d, changed, refused)
+	for _, want := range []string{"spec.podSecurityContext.runAsNonRoot", "spec.podSecurityContext.runAsUser", "bootstrap-controller", "example-1", "will run as root"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("rootRefused = %q, want %q in it", got, want)
+		}
+	}
+	if got := rootRefused(prevD, d, changed, pod("CreateContainerConfigError", `secret "pw" not found`)); got != "" {
+		t.Errorf("another refusal: %q", got)
+	}
+	if got := rootRefused(prevD, prevD, changed, refused); got != "" {
+		t.Errorf("no identity changed: %q", got)
+	}
+	onlyNonRoot := model.Object{"spec": map[string]any{"instances": int64(1), "podSecurityContext": map[string]any{"runAsNonRoot": true}}}
+	if got := rootRefused(prevD, onlyNonRoot, changed, refused); !strings.Contains(got, "runAsNonRoot") {
+		t.Errorf("runAsNonRoot alone changed: %q", got)
+	}
+}

@@ -376,6 +376,9 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 			why = userChangeOverData(in.prevDesired, in.desired, in.changed, snap)
 		}
 		if why == "" {
+			why = rootRefused(in.prevDesired, in.desired, in.changed, snap)
+		}
+		if why == "" {
 			why = unplaceable(in.prevDesired, in.desired, in.changed, snap)
 		}
 		if why == "" {
