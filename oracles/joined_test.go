@@ -30,3 +30,27 @@ func TestReflectsJoinedList(t *testing.T) {
 		t.Error("a list of objects is reflected by a string")
 	}
 }
+
+// TestWordSuffix: a field name's suffix counts for name affinity only from a
+// word of it (CloudNativePG seed 1: a PVC's spec.resources was named as
+// overruling projectedVolumeTemplate.sources).
+func TestWordSuffix(t *testing.T) {
+	for _, tc := range []struct {
+		long, short string
+		want        bool
+	}{
+		{"tlsSecretName", "secretname", true},
+		{"tlsSecretName", "name", true},
+		{"secret_name", "name", true},
+		{"log-level", "level", true},
+		{"resources", "sources", false},
+		{"sources", "sources", true},
+		{"TLSName", "name", true},
+		{"hostname", "name", false},
+		{"imageName", "image", false},
+	} {
+		if got := wordSuffix(tc.long, tc.short); got != tc.want {
+			t.Errorf("wordSuffix(%q, %q) = %v, want %v", tc.long, tc.short, got, tc.want)
+		}
+	}
+}

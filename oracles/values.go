@@ -328,13 +328,41 @@ func affinity(prop, field jsonv.Path) int {
 	n := 0
 	for i, j := len(pf)-1, len(ff)-1; i >= 0 && j >= 0; i, j = i-1, j-1 {
 		a, b := normName(pf[i]), normName(ff[j])
-		if a == b || (n == 0 && a != "" && b != "" && (strings.HasSuffix(a, b) || strings.HasSuffix(b, a))) {
+		if a == b || (n == 0 && a != "" && b != "" && (wordSuffix(pf[i], b) || wordSuffix(ff[j], a))) {
 			n++
 			continue
 		}
 		break
 	}
 	return n
+}
+
+// wordSuffix reports whether the field name long ends with the normalised
+// name short starting at a word of long: "tlsSecretName" ends with
+// "secretname" and "name", but "resources" does not end with "sources"
+// (CloudNativePG seed 1 named a PVC's spec.resources as overruling
+// projectedVolumeTemplate.sources).
+func wordSuffix(long, short string) bool {
+	if short == "" || !strings.HasSuffix(normName(long), short) {
+		return false
+	}
+	// Walk back over the last len(short) name characters of long.
+	p, left := len(long), len(short)
+	for p > 0 && left > 0 {
+		p--
+		if c := long[p]; c != '-' && c != '_' {
+			left--
+		}
+	}
+	if p == 0 {
+		return true
+	}
+	prev, c := long[p-1], long[p]
+	upper := func(b byte) bool { return b >= 'A' && b <= 'Z' }
+	// A capital after a lower-case letter, or the last capital of an acronym
+	// before a lower-case letter ("TLSName").
+	nextLower := p+1 < len(long) && long[p+1] >= 'a' && long[p+1] <= 'z'
+	return prev == '-' || prev == '_' || (upper(c) && (!upper(prev) || nextLower))
 }
 
 // render renders a value compactly for summaries.
