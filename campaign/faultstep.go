@@ -275,6 +275,78 @@ func (s *session) heal(ctx context.Context, af *activeFault) error {
 	return err
 }
 
+// afterOperatorBack makes sure the operator is back at work after a fault of
+// its own that ended at since (a crash, a healed partition) before the step
+// counts as converged at c: an operator that elects a leader through a Lease
+// in its namespace is back once a Lease is renewed after since, and the quiet
+// window is waited again from then. A pod that is Ready says nothing about it:
+// after a healed partition, CloudNativePG's requests stayed hung until it lost
+// its lease and restarted, 5–45 s later, and its pods were judged before it
+// had seen the change (seed 1). Operators without a Lease are judged on the
+// quiet window alone; one whose Lease is not renewed within the convergence
+// timeout gets a warning and is judged as it is.
+func (s *session) afterOperatorBack(ctx context.Context, rec *StepRecord, since, c time.Time, nr []string) (time.Time, []string, error) {
+	if since.IsZero() {
+		return c, nr, nil
+	}
+	limit := s.convergeOptions().Timeout
+	at, ok, err := s.awaitOperatorLease(ctx, since, limit)
+	switch {
+	case err != nil:
+		return c, nr, err
+	case !ok:
+		return c, nr, nil
+	case at.IsZero():
+		rec.Findings = append(rec.Findings, model.Finding{Oracle: "fault", Severity: model.SeverityWarning,
+			Signature: model.Signature("fault", "operator", "lease"),
+			Summary:   fmt.Sprintf("the operator did not renew its leader lease within %s after the fault ended: it may not be reconciling", limit)})
+		return c, nr, nil
+	case !at.After(c):
+		return c, nr, nil
+	}
+	s.watch.q.Touch(at)
+	return s.wait(ctx, at)
+}
+
+// awaitOperatorLease waits, for at most limit, until a Lease in the operator's
+// namespace is renewed after since, and returns when it saw that (zero when
+// the wait ran out). ok is false when the operator holds no Lease there (no
+// leader election to go by).
+func (s *session) awaitOperatorLease(ctx context.Context, since time.Time, limit time.Duration) (at time.Time, ok bool, err error) {
+	k := s.env.kube
+	if k == nil || k.cs == nil || k.opNS == "" {
+		return time.Time{}, false, nil
+	}
+	deadline := time.Now().Add(limit)
+	for {
+		list, err := k.cs.CoordinationV1().Leases(k.opNS).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			if ctx.Err() != nil {
+				return time.Time{}, true, ctx.Err()
+			}
+			s.r.cfg.Logger.Warn("operator lease", "namespace", k.opNS, "err", err)
+		} else if len(list.Items) == 0 {
+			return time.Time{}, false, nil
+		} else {
+			for _, l := range list.Items {
+				if l.Spec.RenewTime != nil && l.Spec.RenewTime.After(since) {
+					return time.Now(), true, nil
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return time.Time{}, true, nil
+		}
+		t := time.NewTimer(500 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return time.Time{}, true, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
 // operatorDown lists the operator's pods that are not ready, as readiness
 // problems ("operator pod X: not ready (CrashLoopBackOff)"); nil when the
 // target names no operator pods or they cannot be listed.
@@ -492,6 +564,9 @@ func (s *session) drive(ctx context.Context, in stepInput, rec *StepRecord) (tim
 				// operator to settle too.
 				c, nr, err = s.wait(ctx, af.rec.Injected)
 			}
+			if err == nil {
+				c, nr, err = s.afterOperatorBack(ctx, rec, af.rec.Injected, c, nr)
+			}
 		}
 		return started, c, nr, err
 	default:
@@ -517,6 +592,9 @@ func (s *session) drive(ctx context.Context, in stepInput, rec *StepRecord) (tim
 			return started, time.Time{}, nil, derr
 		}
 		c, nr, err := s.wait(ctx, started)
+		if err == nil && p.Kind == FaultOperatorPartition {
+			c, nr, err = s.afterOperatorBack(ctx, rec, af.rec.Removed, c, nr)
+		}
 		return started, c, nr, err
 	}
 }

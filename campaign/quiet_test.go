@@ -2,9 +2,14 @@ package campaign
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/gauntlet-dev/gauntlet/faults"
 	"github.com/gauntlet-dev/gauntlet/model"
@@ -91,3 +96,67 @@ func TestQuietUnobserved(t *testing.T) {
 		}))
 	}
 }
+
+// TestAfterOperatorBack: after an operator fault, a step is not converged
+// until the operator's leader Lease is renewed after the fault ended
+// (CloudNativePG seed 1: after a healed partition its requests stayed hung
+// until it lost its lease and restarted, and five steps were judged before it
+// had seen the change). No Lease: nothing to wait for. A Lease never renewed:
+// a warning, and the step is judged as it is.
+func TestAfterOperatorBack(t *testing.T) {
+	const ns = "op"
+	lease := func(renewed time.Time) *coordinationv1.Lease {
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "leader", Namespace: ns},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr("op-1"), RenewTime: &metav1.MicroTime{Time: renewed}}}
+	}
+	cases := []struct {
+		name      string
+		renewedIn time.Duration // after the fault ended; <0: never (only before it); 0: no Lease
+		wantAfter time.Duration // the step converges no earlier than this after the fault
+		warn      bool
+	}{
+		{"no lease", 0, 0, false},
+		{"renewed 20 s later", 20 * time.Second, 20*time.Second + 10*time.Second, false},
+		{"never renewed", -1, 0, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, inBubble(func(t *testing.T) {
+			since := time.Now()
+			cs := fake.NewClientset()
+			if tc.renewedIn != 0 {
+				if _, err := cs.CoordinationV1().Leases(ns).Create(context.Background(), lease(since.Add(-time.Second)), metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.renewedIn > 0 {
+				go func() {
+					time.Sleep(tc.renewedIn)
+					if _, err := cs.CoordinationV1().Leases(ns).Update(context.Background(), lease(time.Now()), metav1.UpdateOptions{}); err != nil {
+						t.Error(err)
+					}
+				}()
+			}
+			r := &runner{cfg: Config{Converge: ConvergeOptions{Timeout: time.Minute}}.withDefaults(), publishesGen: new(atomic.Bool)}
+			s := &session{r: r, env: &env{kube: &kube{cs: cs, opNS: ns}}, watch: &nsWatch{q: newQuietTracker(since)}}
+			rec := &StepRecord{}
+			c, _, err := s.afterOperatorBack(context.Background(), rec, since, since, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Sub(since); got < tc.renewedIn {
+				t.Errorf("converged %s after the fault, before the lease was renewed (%s)", got, tc.renewedIn)
+			}
+			if tc.wantAfter > 0 && time.Since(since) < tc.wantAfter {
+				t.Errorf("returned %s after the fault, want the quiet window after the renewal (%s)", time.Since(since), tc.wantAfter)
+			}
+			if tc.renewedIn == 0 && time.Since(since) != 0 {
+				t.Errorf("without a lease it waited %s", time.Since(since))
+			}
+			if warned := len(rec.Findings) == 1 && strings.Contains(rec.Findings[0].Summary, "did not renew its leader lease"); warned != tc.warn {
+				t.Errorf("warning %v, want %v: %+v", warned, tc.warn, rec.Findings)
+			}
+		}))
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
