@@ -3,6 +3,12 @@
 // exposed as hostPath PersistentVolumes (every node runs on this host, so a volume
 // is reachable from any node and its data survives pod deletion and re-creation).
 // The provisioning protocol itself is sig-storage-lib-external-provisioner's.
+//
+// The class allows volume expansion, and the package's resizer plays the parts
+// CSI's external-resizer and the kubelet's filesystem expansion play on a real
+// cluster (see resize.go). A volume is a folder with no size of its own: its
+// capacity, provisioned or grown, is bookkeeping that nothing enforces on the
+// folder; only the cluster's total capacity bounds provisioning and growth.
 package storage
 
 import (
@@ -49,27 +55,47 @@ type provisioner struct {
 	client kubernetes.Interface
 }
 
-// EnsureClass creates the default StorageClass if it does not exist.
+// EnsureClass creates the default StorageClass if it does not exist, with
+// volume expansion allowed (the API server's PersistentVolumeClaimResize
+// admission then accepts a claim's growth; shrinking stays refused by
+// validation). A class of that name without expansion, left by an older
+// Gauntlet, gets it.
 func EnsureClass(ctx context.Context, client kubernetes.Interface) error {
 	mode := storagev1.VolumeBindingWaitForFirstConsumer
 	reclaim := corev1.PersistentVolumeReclaimDelete
+	expand := true
 	sc := &storagev1.StorageClass{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        ClassName,
 			Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"},
 		},
-		Provisioner:       ProvisionerName,
-		ReclaimPolicy:     &reclaim,
-		VolumeBindingMode: &mode,
+		Provisioner:          ProvisionerName,
+		ReclaimPolicy:        &reclaim,
+		VolumeBindingMode:    &mode,
+		AllowVolumeExpansion: &expand,
 	}
 	_, err := client.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("storage: create StorageClass %s: %w", ClassName, err)
+	}
+	cur, err := client.StorageV1().StorageClasses().Get(ctx, ClassName, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("storage: read StorageClass %s: %w", ClassName, err)
+	}
+	if cur.Provisioner != ProvisionerName || (cur.AllowVolumeExpansion != nil && *cur.AllowVolumeExpansion) {
+		return nil
+	}
+	cur.AllowVolumeExpansion = &expand
+	if _, err := client.StorageV1().StorageClasses().Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("storage: allow volume expansion on StorageClass %s: %w", ClassName, err)
 	}
 	return nil
 }
 
-// Run provisions volumes until ctx is done.
+// Run provisions and resizes volumes until ctx is done.
 func Run(ctx context.Context, client kubernetes.Interface, cfg Config) error {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
@@ -83,7 +109,13 @@ func Run(ctx context.Context, client kubernetes.Interface, cfg Config) error {
 		controller.Threadiness(2),
 		controller.FailedProvisionThreshold(0),
 	)
+	resized := make(chan struct{})
+	go func() {
+		defer close(resized)
+		runResizer(ctx, client, cfg, p.owns)
+	}()
 	pc.Run(ctx)
+	<-resized
 	return nil
 }
 
