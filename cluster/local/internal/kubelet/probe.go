@@ -98,7 +98,21 @@ func (w *podWorker) probeLoop(ctx context.Context, kind probeKind, probe *corev1
 		case <-waitFor:
 		}
 	}
-	if d := time.Until(startedAt.Add(s.initialDelay)); d > 0 {
+	first := startedAt.Add(s.initialDelay)
+	if kind != probeReadiness {
+		// A kubelet's startup and liveness probes run on a ticker started
+		// with the pod's probe worker, not with the container: the first
+		// probe of a new container comes at the next tick, up to a period
+		// after it started (readiness is probed at once when the container
+		// has started). Probing at once made a one-failure startup budget
+		// (CloudNativePG's startDelay 8 s: failureThreshold 1, period 10 s)
+		// fail on every start.
+		if now := time.Now(); first.Before(now) {
+			first = now
+		}
+		first = nextTick(w.created, s.period, first)
+	}
+	if d := time.Until(first); d > 0 {
 		if !sleepCtx(ctx, d) {
 			return
 		}
@@ -148,6 +162,19 @@ func (w *podWorker) probeLoop(ctx context.Context, kind probeKind, probe *corev1
 		case <-tick.C:
 		}
 	}
+}
+
+// nextTick is the first tick of a ticker started at origin with period
+// (origin + k·period, k ≥ 1) that is not before t.
+func nextTick(origin time.Time, period time.Duration, t time.Time) time.Time {
+	if period <= 0 {
+		return t
+	}
+	k := int64(1)
+	if t.After(origin) {
+		k = max(1, int64((t.Sub(origin)+period-1)/period))
+	}
+	return origin.Add(time.Duration(k) * period)
 }
 
 // requestKill asks the container's supervisor to kill it for a probe.

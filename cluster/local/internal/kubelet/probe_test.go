@@ -119,3 +119,24 @@ func TestRequireClientCN(t *testing.T) {
 		t.Errorf("no client certificate: status %d, want 401", rec.Code)
 	}
 }
+
+// TestNextTick: startup and liveness probes run on the pod worker's ticker: a
+// container's first probe comes at the next tick after it started, never at
+// once (CloudNativePG seed 2: a one-failure startup budget failed on every
+// start because the embedded kubelet probed as the container started).
+func TestNextTick(t *testing.T) {
+	origin := time.Date(2026, 11, 26, 21, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		at, want time.Duration
+	}{
+		{0, 10 * time.Second},                // the worker's first tick probes nothing yet
+		{3 * time.Second, 10 * time.Second},  // a container started 3 s in: probed 7 s later
+		{10 * time.Second, 10 * time.Second}, // on a tick
+		{25 * time.Second, 30 * time.Second}, // a restart between ticks
+		{-5 * time.Second, 10 * time.Second}, // before the worker (clock skew): its first tick
+	} {
+		if got := nextTick(origin, 10*time.Second, origin.Add(tc.at)).Sub(origin); got != tc.want {
+			t.Errorf("nextTick(+%s) = +%s, want +%s", tc.at, got, tc.want)
+		}
+	}
+}
