@@ -491,3 +491,44 @@ func TestConsistencyRollbackAfterNoEffect(t *testing.T) {
 		}
 	}
 }
+
+// TestConsistencyPodCount: an operator that runs its instances as pods of its
+// own (CloudNativePG: no StatefulSet, the count only in the CR's status)
+// reflects a count property by the number of its pods (seed 1: "spec.instances
+// changed to 1 but no field of the state reflects it" after a correct scale-down).
+// A count the pods did not reach, or already had, is not reflected that way.
+func TestConsistencyPodCount(t *testing.T) {
+	const crKey = "postgresql.cnpg.io/v1/Cluster/ns/example"
+	state := func(instances int64, pods ...string) *model.Snapshot {
+		s := &model.Snapshot{CR: crKey, Objects: map[string]model.Object{
+			crKey: {"apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster", "metadata": map[string]any{"name": "example", "namespace": "ns"},
+				"spec": map[string]any{"instances": instances}},
+		}}
+		for _, p := range pods {
+			s.Objects["/v1/Pod/ns/"+p] = model.Object{"apiVersion": "v1", "kind": "Pod",
+				"metadata": map[string]any{"name": p, "namespace": "ns", "ownerReferences": []any{
+					map[string]any{"apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster", "name": "example", "controller": true}}},
+				"spec": map[string]any{"containers": []any{map[string]any{"name": "postgres", "image": "postgres:15"}}}}
+		}
+		return s
+	}
+	cases := []struct {
+		name       string
+		prev, curr *model.Snapshot
+		want       int
+	}{
+		{"scaled down to the count", state(3, "example-1", "example-2", "example-3"), state(1, "example-1"), 0},
+		{"scaled up to the count", state(1, "example-1"), state(3, "example-1", "example-4", "example-5"), 0},
+		{"pods left as they were", state(3, "example-1", "example-2", "example-3"), state(1, "example-1", "example-2", "example-3"), 1},
+		{"the count already there", state(2, "example-1"), state(1, "example-1"), 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			prevD, d := tc.prev.CRObject(), tc.curr.CRObject()
+			tr := &model.Transition{Step: step(model.StepApply, "spec.instances"), PrevDesired: prevD, Desired: d, Prev: tc.prev, Curr: tc.curr}
+			if fs := run(NewConsistency(Config{}), tr); len(fs) != tc.want {
+				t.Errorf("%d findings, want %d: %v", len(fs), tc.want, fs)
+			}
+		})
+	}
+}
