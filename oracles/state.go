@@ -3,6 +3,7 @@ package oracles
 import (
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
@@ -112,8 +113,14 @@ func identity(obj model.Object, name string) (stem, match string, generated bool
 	}
 	i := strings.LastIndexByte(name, '-')
 	if i > 0 && ordinalRE.MatchString(name[i+1:]) {
-		// an ordinal (StatefulSet pods and claims): a stable identity
-		return name[:i+1] + "*", name, false
+		if kind, _ := controllerOf(obj); kind == "" || kind == "StatefulSet" {
+			// an ordinal (StatefulSet pods and claims): a stable identity
+			return name[:i+1] + "*", name, false
+		}
+		// a serial an operator numbers its own objects with and never
+		// reuses (CloudNativePG's instances example-1, -2, -3 become
+		// example-1, -4, -5 after a scale-down and up): paired by stem
+		return name[:i+1] + "*", name[:i+1] + "*", true
 	}
 	if g, _ := md["generateName"].(string); g != "" && strings.HasPrefix(name, g) && len(name) > len(g) {
 		return g + "*", g + "*", true
@@ -307,18 +314,81 @@ type objPair struct {
 // differences (or a missing side) are returned, sorted by A's key (then B's).
 func compareViews(as, bs []*objView) []objPair {
 	pairs := pairViews(as, bs)
+	rename := renames(pairs)
 	var out []objPair
 	for _, p := range pairs {
 		if p.a == nil || p.b == nil {
 			out = append(out, p)
 			continue
 		}
-		if ch := diffObjects(p.a.obj, p.b.obj); len(ch) > 0 {
+		bobj := p.b.obj
+		if len(rename) > 0 {
+			bobj = renameIn(bobj, rename).(map[string]any)
+		}
+		if ch := diffObjects(p.a.obj, bobj); len(ch) > 0 {
 			p.changes = ch
 			out = append(out, p)
 		}
 	}
 	return out
+}
+
+// renames maps the names of B's generated objects to those of the A objects
+// they were paired with, where they differ: the other objects of B name them
+// too (a pod's claim, the CR's status listing its instances), and B is
+// compared as if its objects had A's names.
+func renames(pairs []objPair) map[string]string {
+	out := map[string]string{}
+	for _, p := range pairs {
+		if p.a != nil && p.b != nil && p.a.generated && p.b.generated && p.a.name != p.b.name {
+			out[p.b.name] = p.a.name
+		}
+	}
+	return out
+}
+
+// renameIn returns a copy of v with every whole-word occurrence of a key of
+// rename, in strings and map keys, replaced by its value, all at once (a
+// name renamed to one that is itself renamed is not renamed twice).
+func renameIn(v any, rename map[string]string) any {
+	olds := make([]string, 0, len(rename))
+	for o := range rename {
+		olds = append(olds, o)
+	}
+	sort.Slice(olds, func(i, j int) bool { return len(olds[i]) > len(olds[j]) })
+	one := func(s string) string {
+		for i, o := range olds {
+			s = replaceWord(s, o, "\x00"+strconv.Itoa(i)+"\x00")
+		}
+		if !strings.Contains(s, "\x00") {
+			return s
+		}
+		for i, o := range olds {
+			s = strings.ReplaceAll(s, "\x00"+strconv.Itoa(i)+"\x00", rename[o])
+		}
+		return s
+	}
+	var walk func(v any) any
+	walk = func(v any) any {
+		switch n := v.(type) {
+		case map[string]any:
+			out := make(map[string]any, len(n))
+			for k, c := range n {
+				out[one(k)] = walk(c)
+			}
+			return out
+		case []any:
+			out := make([]any, len(n))
+			for i, c := range n {
+				out[i] = walk(c)
+			}
+			return out
+		case string:
+			return one(n)
+		}
+		return v
+	}
+	return walk(v)
 }
 
 func pairViews(as, bs []*objView) []objPair {

@@ -385,3 +385,51 @@ func TestReplaceWord(t *testing.T) {
 		t.Errorf("empty word: %q", got)
 	}
 }
+
+// TestRecoverySerialNames: an operator that numbers its own pods and claims
+// with a serial it never reuses (CloudNativePG: instances example-1, -2, -3
+// are example-1, -4, -5 after a scale-down to 1 and the rollback to 3) has
+// recovered when its objects match under the new names, the other objects
+// naming them included (seed 1: "Pod example-4 exists … Pod example-2 is
+// missing"). A StatefulSet's ordinals stay identities, and a missing instance
+// is still found.
+func TestRecoverySerialNames(t *testing.T) {
+	const crKey = "postgresql.cnpg.io/v1/Cluster/ns/example"
+	owner := []any{map[string]any{"apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster", "name": "example", "controller": true}}
+	state := func(names ...string) *model.Snapshot {
+		s := &model.Snapshot{CR: crKey, Objects: map[string]model.Object{}}
+		var listed []any
+		for _, n := range names {
+			s.Objects["/v1/Pod/ns/"+n] = model.Object{"apiVersion": "v1", "kind": "Pod",
+				"metadata": map[string]any{"name": n, "namespace": "ns", "ownerReferences": owner, "labels": map[string]any{"cnpg.io/instanceName": n}},
+				"spec":     map[string]any{"hostname": n, "volumes": []any{map[string]any{"name": "pgdata", "persistentVolumeClaim": map[string]any{"claimName": n}}}}}
+			s.Objects["/v1/PersistentVolumeClaim/ns/"+n] = model.Object{"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+				"metadata": map[string]any{"name": n, "namespace": "ns", "ownerReferences": owner}, "spec": map[string]any{"resources": map[string]any{"requests": map[string]any{"storage": "1Gi"}}}}
+			listed = append(listed, n)
+		}
+		s.Objects[crKey] = model.Object{"apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster", "metadata": map[string]any{"name": "example", "namespace": "ns"},
+			"spec": map[string]any{"instances": int64(len(names))}, "status": map[string]any{"instanceNames": listed,
+				"instancesReportedState": map[string]any{names[0]: map[string]any{"isPrimary": true}}}}
+		return s
+	}
+	rollback := func(curr, ref *model.Snapshot) []model.Finding {
+		return run(NewRecovery(Config{}), &model.Transition{Step: step(model.StepRollback, "spec.instances"), Curr: curr, Reference: ref, Prev: curr})
+	}
+	if fs := rollback(state("example-1", "example-4", "example-5"), state("example-1", "example-2", "example-3")); len(fs) != 0 {
+		t.Errorf("new serials for the same instances: %v", fs)
+	}
+	if fs := rollback(state("example-1", "example-4"), state("example-1", "example-2", "example-3")); len(fs) == 0 {
+		t.Error("an instance missing after the rollback was not found")
+	}
+	sts := func(names ...string) *model.Snapshot {
+		s := &model.Snapshot{CR: crKey, Objects: map[string]model.Object{}}
+		for _, n := range names {
+			s.Objects["/v1/Pod/ns/"+n] = model.Object{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": n, "namespace": "ns",
+				"ownerReferences": []any{map[string]any{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "cache", "controller": true}}}, "spec": map[string]any{"hostname": n}}
+		}
+		return s
+	}
+	if fs := rollback(sts("cache-0", "cache-3"), sts("cache-0", "cache-1")); len(fs) == 0 {
+		t.Error("a StatefulSet's ordinals were paired as serials")
+	}
+}
