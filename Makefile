@@ -7,6 +7,7 @@ GO ?= go
 CACHE_DIR ?= $(or $(GAUNTLET_CACHE_DIR),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/gauntlet)
 K8S_VERSION := $(shell awk '$$1=="k8s.io/kubernetes"{print $$2}' build/controlplane/go.mod)
 CONTROLPLANE_DIR := $(CACHE_DIR)/controlplane/$(K8S_VERSION)
+KIND_BINARIES_DIR := $(CACHE_DIR)/kind-binaries/$(K8S_VERSION)
 COREDNS_VERSION := $(shell awk '$$1=="github.com/coredns/coredns"{print $$2} $$1=="require" && $$2=="github.com/coredns/coredns"{print $$3}' build/coredns/go.mod)
 COREDNS_DIR := $(CACHE_DIR)/coredns/$(COREDNS_VERSION)
 CERTMANAGER_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/cert-manager/cert-manager"{print $$3}' build/certmanager/go.mod)
@@ -26,7 +27,7 @@ TEST_EVENTS ?= $(CACHE_DIR)/test-events.json
 export GAUNTLET_CACHE_DIR := $(CACHE_DIR)
 export GAUNTLET_OPERATOR_BINARY := $(CURDIR)/$(BIN)/valkey-operator
 
-.PHONY: all deps kind-deps tools controlplane coredns certmanager cnpg build demo test test-unit bench bench-bugs bench-campaign bench-inputgen vet fmt clean
+.PHONY: all deps kind-deps kind-binaries tools controlplane coredns certmanager cnpg build demo test test-unit bench bench-bugs bench-campaign bench-inputgen vet fmt clean
 
 all: build
 
@@ -50,6 +51,11 @@ $(GOTESTSUM):
 controlplane:
 	@if [[ -n "$$GAUNTLET_CONTROLPLANE_BIN" ]]; then echo "control plane: using prebuilt binaries in $$GAUNTLET_CONTROLPLANE_BIN" >&2; \
 	else bash build/controlplane/build.sh "$(CONTROLPLANE_DIR)"; fi
+
+## kind-binaries: build the node binaries of a kind node image (kubelet, kubeadm, kube-proxy, kubectl) from
+## the control plane's pinned k8s.io/kubernetes, static (cached; the kind lane only, make test does not need them)
+kind-binaries:
+	@bash build/controlplane/build.sh --node "$(KIND_BINARIES_DIR)"
 
 ## coredns: build CoreDNS (the embedded cluster's DNS) from its pinned module (cached)
 coredns:
