@@ -643,9 +643,11 @@ func (r *runner) resumeWorker(ctx context.Context, sess *session, w int, plan *i
 // in.desired and ended in rec, snap) it declares in.prevDesired again and
 // requires the system to reach in.prev. When the API server refuses to go back
 // (a CEL transition rule, an immutable field) it deletes and re-creates the CR
-// with in.prevDesired; when the API server refuses that too, it re-creates the
-// CR from the seed, so that the worker goes on from S0 rather than without a
-// CR. It returns the last rollback step's record and snapshot, the index of
+// with in.prevDesired, and so it does when the rollback was accepted but left
+// the system unhealthy (the rollback's findings say so; the next test cases
+// need a healthy base); when the API server refuses the re-creation, it
+// re-creates the CR from the seed, so that the worker goes on from S0 rather
+// than without a CR. It returns the last rollback step's record and snapshot, the index of
 // the step after it, and the desired state the worker now stands on.
 func (r *runner) rollBack(ctx context.Context, sess *session, in stepInput, rec *StepRecord, snap *model.Snapshot, skip Cursor, prog *progress) (*StepRecord, *model.Snapshot, int, model.Object, error) {
 	back := stepInput{worker: in.worker, index: in.index + 1, kind: model.StepRollback, testCase: in.testCase, misop: in.misop, cause: in.cause,
@@ -667,32 +669,66 @@ func (r *runner) rollBack(ctx context.Context, sess *session, in stepInput, rec 
 		prog.alarms.Add(1)
 	}
 	base := in.prevDesired
-	if !jsonEqual(rb.Current, in.prevDesired) && !in.recreate {
-		// The API server refused to go back: delete and re-create the CR.
+	recreate := func() error {
 		back.index, back.prev, back.recreate, back.prevID = back.index+1, rsnap, true, rb.ID()
+		if rb, rsnap, err = sess.run(ctx, back); err != nil {
+			return err
+		}
+		if rb.Alarm() {
+			prog.alarms.Add(1)
+		}
+		return nil
+	}
+	switch {
+	case in.recreate:
+	case !jsonEqual(rb.Current, in.prevDesired):
+		// The API server refused to go back: delete and re-create the CR.
+		if err := recreate(); err != nil {
+			return nil, nil, 0, nil, err
+		}
+	case unhealthy(rb):
+		// The rollback was declared but left the system broken (CloudNativePG
+		// does not roll an instance that crash-loops, so reverting the change
+		// that broke it never reaches the pod): that is the rollback's
+		// finding, and every later step would inherit it (seed 2: fifteen
+		// steps). Start D(i-1) afresh, as a user would: delete and re-create
+		// the CR.
+		r.cfg.Logger.Warn("the rollback left the system unhealthy; re-creating the custom resource", "worker", in.worker, "step", rb.ID())
+		if err := recreate(); err != nil {
+			return nil, nil, 0, nil, err
+		}
+	}
+	if seed := sess.baselineD; back.recreate && !in.recreate && fallBackToSeed(rb, in.prevDesired, seed) {
+		// It refused the re-creation too (CloudNativePG's webhook refused
+		// a field of D(i-1) on create): the CR is gone, and every later
+		// desired state built on D(i-1) would be refused as well.
+		r.cfg.Logger.Warn("the API server refused to re-create the custom resource; the worker goes back to the seed", "worker", in.worker, "step", rb.ID())
+		back.index, back.prev, back.prevID = back.index+1, rsnap, rb.ID()
+		back.desired, back.changed, back.prevDesired, back.reference = seed, changedPaths(in.prevDesired, seed), in.prevDesired, sess.baseline
 		if rb, rsnap, err = sess.run(ctx, back); err != nil {
 			return nil, nil, 0, nil, err
 		}
 		if rb.Alarm() {
 			prog.alarms.Add(1)
 		}
-		if seed := sess.baselineD; fallBackToSeed(rb, in.prevDesired, seed) {
-			// It refused the re-creation too (CloudNativePG's webhook refused
-			// a field of D(i-1) on create): the CR is gone, and every later
-			// desired state built on D(i-1) would be refused as well.
-			r.cfg.Logger.Warn("the API server refused to re-create the custom resource; the worker goes back to the seed", "worker", in.worker, "step", rb.ID())
-			back.index, back.prev, back.prevID = back.index+1, rsnap, rb.ID()
-			back.desired, back.changed, back.prevDesired, back.reference = seed, changedPaths(in.prevDesired, seed), in.prevDesired, sess.baseline
-			if rb, rsnap, err = sess.run(ctx, back); err != nil {
-				return nil, nil, 0, nil, err
-			}
-			if rb.Alarm() {
-				prog.alarms.Add(1)
-			}
-			base = seed
-		}
+		base = seed
 	}
 	return rb, rsnap, back.index + 1, base, nil
+}
+
+// unhealthy reports whether a step ended with the system not healthy: not
+// converged, or a health finding (pods not ready, crash loops, the CR's own
+// Ready=False).
+func unhealthy(rec *StepRecord) bool {
+	if rec.Unconverged() {
+		return true
+	}
+	for _, f := range rec.Findings {
+		if f.Severity != model.SeverityWarning && (f.Oracle == oracles.NameHealth || f.Oracle == "convergence" || f.Oracle == "stuck") {
+			return true
+		}
+	}
+	return false
 }
 
 // fallBackToSeed reports whether a rollback re-creation (rb, which declared

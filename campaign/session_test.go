@@ -120,3 +120,29 @@ func TestDanglingNamed(t *testing.T) {
 		t.Errorf("an available plugin is dangling: %q", why)
 	}
 }
+
+// TestUnhealthy: a rollback whose system is left not converged or with health
+// findings is re-created (CloudNativePG seed 2: a crash-looping instance the
+// rollback never rolled was inherited by fifteen later steps); other findings
+// (recovery, consistency) and warnings do not call for it.
+func TestUnhealthy(t *testing.T) {
+	rec := func(oracle string, sev model.Severity) *StepRecord {
+		return &StepRecord{Findings: []model.Finding{{Oracle: oracle, Severity: sev}}}
+	}
+	for _, tc := range []struct {
+		name string
+		rec  *StepRecord
+		want bool
+	}{
+		{"crash loop", rec("health", model.SeverityError), true},
+		{"timeout", &StepRecord{Step: model.Step{TimedOut: true}}, true},
+		{"stuck", rec("stuck", model.SeverityError), true},
+		{"only a difference from S(i-1)", rec("recovery", model.SeverityError), false},
+		{"a warning", rec("health", model.SeverityWarning), false},
+		{"nothing", &StepRecord{}, false},
+	} {
+		if got := unhealthy(tc.rec); got != tc.want {
+			t.Errorf("%s: unhealthy = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
