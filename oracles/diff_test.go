@@ -384,3 +384,20 @@ func TestDefaultMasksPodTopologyLabels(t *testing.T) {
 		t.Errorf("other labels must stay: %v", labels)
 	}
 }
+
+// TestDefaultMasksClaimResize: a claim grown to a size keeps Kubernetes'
+// resize record (allocatedResources), which a claim created at that size never
+// has; its requested and actual sizes still count.
+func TestDefaultMasksClaimResize(t *testing.T) {
+	fresh := `{"kind":"PersistentVolumeClaim","metadata":{"name":"data-0"},"spec":{"resources":{"requests":{"storage":"2Gi"}}},
+		"status":{"phase":"Bound","capacity":{"storage":"2Gi"}}}`
+	grown := strings.Replace(fresh, `"phase":"Bound",`, `"phase":"Bound","allocatedResources":{"storage":"2Gi"},`, 1)
+	if got := Diff(decode(t, fresh), decode(t, grown), DefaultMasks()); got != nil {
+		t.Errorf("grown claim differs from a fresh one: %#v", got)
+	}
+	pending := strings.Replace(grown, `"capacity":{"storage":"2Gi"}`, `"capacity":{"storage":"1Gi"},"allocatedResourceStatuses":{"storage":"NodeResizePending"}`, 1)
+	want := []Change{{Path: "status.capacity.storage", A: "2Gi", B: "1Gi"}}
+	if got := Diff(decode(t, fresh), decode(t, pending), DefaultMasks()); !reflect.DeepEqual(got, want) {
+		t.Errorf("claim still growing: Diff = %#v, want %#v", got, want)
+	}
+}

@@ -131,7 +131,9 @@ func (r maskRule) appliesTo(kind, name string) bool {
 // state on any operator: object identity (uid, resourceVersion, creation time,
 // managed fields, generation, owner uids), observed generations, every
 // timestamp, pod placement (node, and the topology labels copied from it) and addresses, container ids and restart history,
-// Service cluster IPs and node ports, bound volume names, a StatefulSet's
+// Service cluster IPs and node ports, bound volume names, a claim's resize
+// record (status.allocatedResources and allocatedResourceStatuses: a claim grown
+// to a size keeps them, one created at that size has none), a StatefulSet's
 // current revision (history under OnDelete) and the namespace's root CA. The oracles always apply them; LearnMasks finds the rest.
 func DefaultMasks() []string {
 	return []string{
@@ -183,6 +185,9 @@ func DefaultMasks() []string {
 		`PersistentVolumeClaim/*/metadata.annotations["volume.kubernetes.io/selected-node"]`,
 		`PersistentVolumeClaim/*/metadata.annotations["volume.beta.kubernetes.io/storage-provisioner"]`,
 		`PersistentVolumeClaim/*/metadata.annotations["volume.kubernetes.io/storage-provisioner"]`,
+		// Written by a resize (Kubernetes' volume expansion), never by provisioning.
+		"PersistentVolumeClaim/*/status.allocatedResources",
+		"PersistentVolumeClaim/*/status.allocatedResourceStatuses",
 		"ConfigMap/kube-root-ca.crt/data",
 	}
 }
