@@ -3,6 +3,7 @@ package oracles
 import (
 	"errors"
 	"fmt"
+	"github.com/google/cel-go/cel"
 	"math"
 	"regexp"
 	"strings"
@@ -64,6 +65,12 @@ type Mapping struct {
 	// Name is a glob on object names; empty means any object of Kind.
 	Name  string `json:"name,omitempty"`
 	Field string `json:"field"`
+	// Expect, when set, is a CEL expression computing the value Field must hold
+	// from the property's value, named value, when the operator derives one from
+	// the other (CloudNativePG's startup probe: failureThreshold =
+	// "value <= 10 ? 1 : (value + 9) / 10" for spec.startDelay with a 10 s period).
+	// Numbers are integers when whole.
+	Expect string `json:"expect,omitempty"`
 }
 
 // Config configures the built-in oracles. The zero value is usable: every nil
@@ -216,11 +223,27 @@ func Default(cfg Config) []Oracle {
 }
 
 type compiledMapping struct {
-	prop  jsonv.Path
-	kind  string
-	name  string
-	field jsonv.Path
-	src   Mapping
+	prop   jsonv.Path
+	kind   string
+	name   string
+	field  jsonv.Path
+	src    Mapping
+	expect cel.Program // nil: the property's own value
+}
+
+// expected is the value the mapped field must hold for the property value v.
+func (m compiledMapping) expected(v any) (any, error) {
+	if m.expect == nil {
+		return v, nil
+	}
+	if f, ok := v.(float64); ok && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+		v = int64(f)
+	}
+	out, _, err := m.expect.Eval(map[string]any{"value": v})
+	if err != nil {
+		return nil, fmt.Errorf("mapping %s: expect %q with value %v: %w", m.src.Property, m.src.Expect, v, err)
+	}
+	return out.Value(), nil
 }
 
 func (m Mapping) compile() (compiledMapping, error) {
@@ -241,7 +264,21 @@ func (m Mapping) compile() (compiledMapping, error) {
 			return cm, fmt.Errorf("name glob %q: %w", m.Name, err)
 		}
 	}
-	return compiledMapping{prop: p, kind: m.Kind, name: m.Name, field: f, src: m}, nil
+	cm = compiledMapping{prop: p, kind: m.Kind, name: m.Name, field: f, src: m}
+	if m.Expect != "" {
+		env, err := cel.NewEnv(cel.Variable("value", cel.DynType))
+		if err != nil {
+			return cm, fmt.Errorf("expect: %w", err)
+		}
+		ast, iss := env.Compile(m.Expect)
+		if iss.Err() != nil {
+			return cm, fmt.Errorf("expect %q is not a CEL expression over value: %w", m.Expect, iss.Err())
+		}
+		if cm.expect, err = env.Program(ast); err != nil {
+			return cm, fmt.Errorf("expect %q: %w", m.Expect, err)
+		}
+	}
+	return cm, nil
 }
 
 func compilePaths(ps []string) []jsonv.Path {

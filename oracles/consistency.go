@@ -927,14 +927,23 @@ func (c *Consistency) judgeMapped(t *model.Transition, p property, m compiledMap
 		ev = append(ev, model.Evidence{Object: v.obj, Path: v.path, Expected: p.des, Actual: v.val})
 	}
 	if p.set() {
+		want, err := m.expected(p.des)
+		if err != nil {
+			fs.add(model.Finding{Severity: model.SeverityWarning, Signature: model.Signature(NameConsistency, p.sig, "mapping"),
+				Summary: "the target's mapping could not be evaluated: " + err.Error(), Evidence: ev})
+			return
+		}
 		for _, v := range vals {
-			if ok, _ := matchValue(p.des, key, v.val); ok {
+			if ok, _ := matchValue(want, key, v.val); ok {
 				return
 			}
 		}
 		summary := fmt.Sprintf("%s changed to %s but its mapped field is missing (%s)", p.path, render(p.des), mapping)
 		if len(vals) > 0 {
 			summary = fmt.Sprintf("%s changed to %s but %s %s holds %s", p.path, render(p.des), m.kind, vals[0].path, render(vals[0].val))
+			if m.expect != nil {
+				summary += fmt.Sprintf(", expected %s (%s)", render(want), m.src.Expect)
+			}
 		}
 		fs.add(model.Finding{Signature: model.Signature(NameConsistency, p.sig, "set"), Summary: summary, Evidence: ev})
 		return
@@ -942,8 +951,12 @@ func (c *Consistency) judgeMapped(t *model.Transition, p property, m compiledMap
 	if !p.hasPrev || isEmpty(p.prev) {
 		return
 	}
+	prevWant, err := m.expected(p.prev)
+	if err != nil {
+		return
+	}
 	for _, v := range vals {
-		if ok, _ := matchValue(p.prev, key, v.val); ok {
+		if ok, _ := matchValue(prevWant, key, v.val); ok {
 			fs.add(model.Finding{
 				Signature: model.Signature(NameConsistency, p.sig, "removed"),
 				Summary:   fmt.Sprintf("%s was removed but %s %s still holds its previous value %s", p.path, m.kind, v.path, render(p.prev)),

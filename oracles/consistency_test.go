@@ -532,3 +532,46 @@ func TestConsistencyPodCount(t *testing.T) {
 		})
 	}
 }
+
+// TestConsistencyMappingExpect: a mapping's CEL expression derives the value
+// the mapped field must hold (CloudNativePG seed 2: spec.startDelay 8 became
+// the startup probe's failureThreshold 1, 3600 became 360, and both were "not
+// reflected"). A field holding another value is still an alarm; an expression
+// that does not compile is refused by Validate.
+func TestConsistencyMappingExpect(t *testing.T) {
+	const crKey = "postgresql.cnpg.io/v1/Cluster/ns/example"
+	state := func(startDelay int64, threshold float64) *model.Snapshot {
+		return &model.Snapshot{CR: crKey, Objects: map[string]model.Object{
+			crKey: {"apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster", "metadata": map[string]any{"name": "example", "namespace": "ns"},
+				"spec": map[string]any{"startDelay": startDelay}},
+			"/v1/Pod/ns/example-1": {"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "example-1", "namespace": "ns"},
+				"spec": map[string]any{"containers": []any{map[string]any{"name": "postgres", "startupProbe": map[string]any{"failureThreshold": threshold, "periodSeconds": float64(10)}}}}},
+		}}
+	}
+	cfg := Config{Mappings: []Mapping{{Property: "spec.startDelay", Kind: "Pod", Name: "example-*",
+		Field: "spec.containers[0].startupProbe.failureThreshold", Expect: "value <= 10 ? 1 : (value + 9) / 10"}}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name       string
+		prev, curr *model.Snapshot
+		want       int
+	}{
+		{"8 s: one failure", state(3600, 360), state(8, 1), 0},
+		{"back to 3600 s", state(8, 1), state(3600, 360), 0},
+		{"35 s: four failures", state(3600, 360), state(35, 4), 0},
+		{"the pod kept its probe", state(3600, 360), state(8, 360), 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := &model.Transition{Step: step(model.StepApply, "spec.startDelay"), PrevDesired: tc.prev.CRObject(), Desired: tc.curr.CRObject(), Prev: tc.prev, Curr: tc.curr}
+			if fs := run(NewConsistency(cfg), tr); len(fs) != tc.want {
+				t.Errorf("%d findings, want %d: %v", len(fs), tc.want, fs)
+			}
+		})
+	}
+	bad := Config{Mappings: []Mapping{{Property: "spec.startDelay", Kind: "Pod", Field: "spec.x", Expect: "value +"}}}
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "not a CEL expression") {
+		t.Errorf("Validate of a broken expression: %v", err)
+	}
+}
