@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/campaign"
 	"github.com/gauntlet-dev/gauntlet/cluster/local"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/imagemap"
+	"github.com/gauntlet-dev/gauntlet/inputgen"
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 	"github.com/gauntlet-dev/gauntlet/targets"
 )
@@ -40,21 +42,29 @@ type cleanCampaign struct {
 	name       string   // the operator, in messages
 	target     string   // target file, relative to this folder
 	properties []string // the properties to change
-	seed       int64
-	timeout    time.Duration
-	ownLog     string // a string only the operator's own log output holds
+	// cases, when set, are the test cases to run ("property#generator", one
+	// desired state each) instead of the first three of the campaign's order.
+	cases   []string
+	seed    int64
+	timeout time.Duration
+	ownLog  string // a string only the operator's own log output holds
 }
 
-// run runs the campaign on the embedded cluster (three desired states, no
-// faults) and expects every planned step done, no alarm, the operator's own
-// output in its log (a real process, not a simulated container) and no
-// simulated container in the summary.
+// run runs the campaign on the embedded cluster (three desired states, or one
+// per listed case; no faults) and expects every planned step done, no alarm,
+// the operator's own output in its log (a real process, not a simulated
+// container) and no simulated container in the summary.
 func (c cleanCampaign) run(t *testing.T) {
 	tg, err := targets.Load(c.target)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tg.Properties = c.properties
+	steps, keep := 3, func(*inputgen.TestCase) bool { return true }
+	if len(c.cases) > 0 {
+		steps = len(c.cases)
+		keep = func(tc *inputgen.TestCase) bool { return slices.Contains(c.cases, tc.Property+"#"+tc.Generator) }
+	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if os.Getenv("GAUNTLET_E2E_LOG") != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -65,14 +75,14 @@ func (c cleanCampaign) run(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	cfg := campaign.Config{Target: tg, Workers: 1, Seed: c.seed, MaxSteps: 3, OutDir: out, Progress: testWriter{t}, Logger: log,
+	cfg := campaign.Config{Target: tg, Workers: 1, Seed: c.seed, MaxSteps: steps, CaseFilter: keep, OutDir: out, Progress: testWriter{t}, Logger: log,
 		NoMinimize: true, Provider: local.Provider{Options: local.Options{StateRoot: t.TempDir(), Nodes: 1, Log: log}}}
 	res, err := campaign.Run(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Done != res.Planned || res.Done < 3 {
-		t.Errorf("done %d of %d planned steps; want all of at least 3", res.Done, res.Planned)
+	if res.Done != res.Planned || res.Done < steps {
+		t.Errorf("done %d of %d planned steps; want all of at least %d", res.Done, res.Planned, steps)
 	}
 	for _, g := range res.Groups {
 		t.Errorf("alarm on %s: %s %s: %s (steps %v)", c.name, g.Oracle, g.Signature, g.Summary, g.Steps)
