@@ -18,6 +18,17 @@ import (
 // Suffix is the file name suffix of every record; Walk finds records by it.
 const Suffix = ".pid"
 
+// ErrNotRecord is returned for a file named like a record that does not hold
+// one ("PID START-TIME"): another program's PID file.
+var ErrNotRecord = errors.New("not a process record")
+
+func truncate(b []byte) []byte {
+	if len(b) > 60 {
+		return b[:60]
+	}
+	return b
+}
+
 // Write records pid in path (which should end in Suffix).
 func Write(path string, pid int) error {
 	st, err := startTime(pid)
@@ -42,12 +53,12 @@ func Alive(path string) (int, bool, error) {
 	}
 	f := strings.Fields(string(b))
 	if len(f) != 2 {
-		return 0, false, fmt.Errorf("pidfile: %s: malformed record %q", path, b)
+		return 0, false, fmt.Errorf("pidfile: %s: %w: %q", path, ErrNotRecord, truncate(b))
 	}
 	pid, err1 := strconv.Atoi(f[0])
 	want, err2 := strconv.ParseUint(f[1], 10, 64)
 	if err1 != nil || err2 != nil {
-		return 0, false, fmt.Errorf("pidfile: %s: malformed record %q", path, b)
+		return 0, false, fmt.Errorf("pidfile: %s: %w: %q", path, ErrNotRecord, truncate(b))
 	}
 	got, err := startTime(pid)
 	if err != nil {
@@ -111,7 +122,13 @@ func KillAll(root string, timeout time.Duration) (int, error) {
 	killed := 0
 	var errs []error
 	for _, p := range paths {
-		if _, ok, _ := Alive(p); ok {
+		_, ok, err := Alive(p)
+		if errors.Is(err, ErrNotRecord) {
+			// Not one of ours: a program's own PID file inside a pod's
+			// volume (PostgreSQL's postmaster.pid) is left alone.
+			continue
+		}
+		if ok {
 			killed++
 		}
 		if err := Kill(p, timeout); err != nil {
