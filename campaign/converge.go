@@ -307,6 +307,13 @@ func readinessOf(objs map[string]model.Object, cr string, requireGen bool) ([]st
 			continue
 		}
 		switch {
+		case k.Group == "batch" && k.Kind == "Job":
+			// A Job still running is the operator's work in progress
+			// (CloudNativePG's initdb and join): a differential re-run was
+			// judged converged while its initdb ran, its pod Ready and quiet.
+			if active, _ := num(get(o, "status", "active")); active > 0 && !jobFinished(o) {
+				out = append(out, fmt.Sprintf("%s: %d pod(s) still running", key, active))
+			}
 		case k.Group == "" && k.Kind == "Pod", k.Group == "apps" && (k.Kind == "Deployment" || k.Kind == "StatefulSet" || k.Kind == "DaemonSet"):
 			for _, p := range readiness.Check(k.Group, k.Kind, o) {
 				out = append(out, key+": "+p.Message)
@@ -315,6 +322,11 @@ func readinessOf(objs map[string]model.Object, cr string, requireGen bool) ([]st
 	}
 	sort.Strings(out)
 	return out, genOK
+}
+
+// jobFinished reports whether a Job has a Complete or Failed condition that is True.
+func jobFinished(o model.Object) bool {
+	return condTrue(o, "Complete") || condTrue(o, "Failed")
 }
 
 func deleting(o model.Object) bool {

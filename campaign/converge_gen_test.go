@@ -38,3 +38,33 @@ func TestReadinessConditionsObservedGeneration(t *testing.T) {
 		}
 	}
 }
+
+// TestReadinessRunningJob: a Job that still runs is work in progress, so the
+// step is not converged (a CloudNativePG differential re-run was judged while
+// its initdb Job ran: its pod was Ready and the namespace quiet); a finished
+// Job, or one whose pods are gone, is not.
+func TestReadinessRunningJob(t *testing.T) {
+	job := func(active int64, cond string) model.Object {
+		st := map[string]any{"active": active}
+		if cond != "" {
+			st["conditions"] = []any{map[string]any{"type": cond, "status": "True"}}
+		}
+		return model.Object{"metadata": map[string]any{"name": "example-1-initdb"}, "status": st}
+	}
+	key := model.ObjectKey{Group: "batch", Version: "v1", Kind: "Job", Namespace: "n", Name: "example-1-initdb"}.String()
+	for _, tc := range []struct {
+		name string
+		job  model.Object
+		want bool
+	}{
+		{"running", job(1, ""), false},
+		{"complete", job(0, "Complete"), true},
+		{"failed", job(0, "Failed"), true},
+		{"complete while its pod still shows", job(1, "Complete"), true},
+	} {
+		notReady, _ := readinessOf(map[string]model.Object{key: tc.job}, "", false)
+		if got := len(notReady) == 0; got != tc.want {
+			t.Errorf("%s: ready %v, want %v (%v)", tc.name, got, tc.want, notReady)
+		}
+	}
+}
