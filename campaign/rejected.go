@@ -131,6 +131,37 @@ func nodeLocalProfiles(d model.Object) []string {
 	return out
 }
 
+// defaultScheduler is the only scheduler test clusters run.
+const defaultScheduler = "default-scheduler"
+
+// unknownSchedulers lists the schedulerName fields of a desired state that
+// name another scheduler than the default one: no scheduler of the test
+// cluster picks such a pod, which stays Pending for ever (CloudNativePG seed
+// 2: a generated schedulerName). A desired state naming one is a
+// misoperation, like one naming a missing Secret.
+func unknownSchedulers(d model.Object) []string {
+	var out []string
+	var walk func(p string, v any)
+	walk = func(p string, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			if name, ok := x["schedulerName"].(string); ok && name != "" && name != defaultScheduler {
+				out = append(out, fmt.Sprintf("%s.schedulerName names the scheduler %q, which the test cluster does not run (only %s)", p, name, defaultScheduler))
+			}
+			for k, e := range x {
+				walk(p+"."+k, e)
+			}
+		case []any:
+			for i, e := range x {
+				walk(fmt.Sprintf("%s[%d]", p, i), e)
+			}
+		}
+	}
+	walk("spec", d["spec"])
+	sort.Strings(out)
+	return out
+}
+
 // identityKeys are the security-context fields that decide which user and
 // groups a container's processes run as.
 var identityKeys = map[string]bool{"runAsUser": true, "runAsGroup": true, "fsGroup": true, "supplementalGroups": true}

@@ -162,3 +162,18 @@ func TestRootRefused(t *testing.T) {
 		t.Errorf("runAsNonRoot alone changed: %q", got)
 	}
 }
+
+// TestUnknownSchedulers: a desired state naming a scheduler the test cluster
+// does not run leaves its pods Pending for ever (CloudNativePG seed 2): a
+// misoperation; the default scheduler, or none, is not.
+func TestUnknownSchedulers(t *testing.T) {
+	d := model.Object{"spec": map[string]any{"schedulerName": "gauntlet-wbipx",
+		"template": map[string]any{"spec": map[string]any{"schedulerName": "default-scheduler"}}}}
+	got := unknownSchedulers(d)
+	if len(got) != 1 || !strings.Contains(got[0], `spec.schedulerName names the scheduler "gauntlet-wbipx"`) {
+		t.Fatalf("unknownSchedulers = %q", got)
+	}
+	if got := unknownSchedulers(model.Object{"spec": map[string]any{"schedulerName": "default-scheduler"}}); len(got) != 0 {
+		t.Fatalf("the default scheduler: %q", got)
+	}
+}

@@ -145,6 +145,7 @@ func (s *session) dangling(ctx context.Context, d model.Object) string {
 		}
 	}
 	missing = append(missing, nodeLocalProfiles(d)...)
+	missing = append(missing, unknownSchedulers(d)...)
 	return strings.Join(missing, "; ")
 }
 
