@@ -34,6 +34,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/cluster"
 	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
+	"github.com/gauntlet-dev/gauntlet/internal/x509view"
 	"github.com/gauntlet-dev/gauntlet/model"
 	"github.com/gauntlet-dev/gauntlet/targets"
 )
@@ -585,6 +586,9 @@ type nsWatch struct {
 	cancel context.CancelFunc
 	mu     sync.Mutex
 	infs   map[watchedResource]cache.SharedIndexInformer
+	// certs adds the decoded view of certificates and keys to Secrets and
+	// ConfigMaps (x509view.Field), remembering what it decoded.
+	certs x509view.Decoder
 }
 
 func (k *kube) watchNamespace(ctx context.Context, ns string) (*nsWatch, error) {
@@ -620,7 +624,10 @@ func (k *kube) watchNamespace(ctx context.Context, ns string) (*nsWatch, error) 
 	return w, nil
 }
 
-// objects returns a copy of every cached object (managedFields dropped), keyed by ObjectKey.
+// objects returns a copy of every cached object (managedFields dropped), keyed
+// by ObjectKey. Secrets and ConfigMaps holding PEM certificates or keys carry
+// their decoded view in the synthetic field x509view.Field, derived here from
+// the raw data before any mask applies.
 func (w *nsWatch) objects() map[string]model.Object {
 	out := map[string]model.Object{}
 	for r, inf := range w.infs {
@@ -632,6 +639,9 @@ func (w *nsWatch) objects() map[string]model.Object {
 			o := u.DeepCopy().Object
 			if md, ok := o["metadata"].(map[string]any); ok {
 				delete(md, "managedFields")
+			}
+			if r.gvr.Group == "" {
+				w.certs.AddView(r.kind, o)
 			}
 			out[objectKey(o, r.gvr.Group, r.gvr.Version, r.kind)] = o
 		}

@@ -59,7 +59,10 @@ type Event struct {
 // previous snapshot, and system-internal samples from monitors.
 type Snapshot struct {
 	Taken time.Time `json:"taken"`
-	// Objects by ObjectKey.String(). The CR under test is among them.
+	// Objects by ObjectKey.String(). The CR under test is among them. A Secret
+	// or ConfigMap whose data holds PEM certificates or keys also carries their
+	// decoded view, stable across re-issuance, in the synthetic top-level field
+	// "gauntlet.dev/x509" (package internal/x509view), keyed by data key.
 	Objects map[string]Object `json:"objects"`
 	// CR is the key of the custom resource under test in Objects.
 	CR          string  `json:"cr"`

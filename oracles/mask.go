@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
+	"github.com/gauntlet-dev/gauntlet/internal/x509view"
 	"github.com/gauntlet-dev/gauntlet/model"
 )
 
@@ -134,7 +135,8 @@ func (r maskRule) appliesTo(kind, name string) bool {
 // Service cluster IPs and node ports, bound volume names, a claim's resize
 // record (status.allocatedResources and allocatedResourceStatuses: a claim grown
 // to a size keeps them, one created at that size has none), a StatefulSet's
-// current revision (history under OnDelete) and the namespace's root CA. The oracles always apply them; LearnMasks finds the rest.
+// current revision (history under OnDelete) and the namespace's root CA (its data and its
+// decoded certificate). The oracles always apply them; LearnMasks finds the rest.
 func DefaultMasks() []string {
 	return []string{
 		MaskTimestamps,
@@ -189,6 +191,8 @@ func DefaultMasks() []string {
 		"PersistentVolumeClaim/*/status.allocatedResources",
 		"PersistentVolumeClaim/*/status.allocatedResourceStatuses",
 		"ConfigMap/kube-root-ca.crt/data",
+		// Its decoded view (the campaign adds x509view.Field from the data).
+		`ConfigMap/kube-root-ca.crt/["` + x509view.Field + `"]`,
 	}
 }
 

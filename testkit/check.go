@@ -16,6 +16,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"github.com/gauntlet-dev/gauntlet/internal/readiness"
+	"github.com/gauntlet-dev/gauntlet/internal/x509view"
 	"github.com/gauntlet-dev/gauntlet/oracles"
 	"github.com/gauntlet-dev/gauntlet/reports"
 )
@@ -93,6 +94,12 @@ func (rp *replayer) fieldObject(ctx context.Context, f reports.FieldRef) (map[st
 		return nil, what + ": " + k.Kind + " " + k.Name + " does not exist", nil
 	case err != nil:
 		return nil, "", fmt.Errorf("get %s %s: %w", k.Kind, k.Name, err)
+	}
+	if k.Group == "" {
+		// The campaign's snapshots carry the decoded certificates and keys of
+		// Secrets and ConfigMaps; evidence may name their fields.
+		var certs x509view.Decoder
+		certs.AddView(k.Kind, obj.Object)
 	}
 	return obj.Object, what, nil
 }
