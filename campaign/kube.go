@@ -306,7 +306,7 @@ func (k *kube) applyFixtures(ctx context.Context, files []string, ns string) err
 			if md != nil {
 				md["namespace"] = ns
 			}
-			if err := retryWebhook(ctx, webhookSettle, func() error { return k.apply(ctx, o, ns) }); err != nil {
+			if err := retryWebhook(ctx, fixtureSettle, func() error { return k.apply(ctx, o, ns) }); err != nil {
 				return fmt.Errorf("fixture %s: %w", f, err)
 			}
 		}

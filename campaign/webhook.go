@@ -10,6 +10,13 @@ import (
 // cannot call an admission webhook.
 const webhookSettle = time.Minute
 
+// fixtureSettle bounds the same retries for the fixtures of a test namespace,
+// which the first session applies right after the operator's install: on a
+// loaded machine cert-manager's CA injection took more than a minute
+// (cert-manager seed 3 died on its first fixture; nothing is judged yet, so
+// waiting longer costs no verdict).
+const fixtureSettle = 3 * time.Minute
+
 // isWebhookUnreachable reports whether err is the API server's failure to call
 // an admission webhook (not reachable yet, or its serving certificate not yet
 // trusted: a CA injector has not written the webhook configuration's caBundle),
