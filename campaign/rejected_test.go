@@ -110,6 +110,17 @@ func TestUnpullable(t *testing.T) {
 	if got := unpullable(model.Object{"spec": map[string]any{"replicas": int64(4)}}, []string{"spec.replicas"}, snap); got != "" {
 		t.Fatalf("a scale-up beside a pull failure it did not cause: %q", got)
 	}
+	// CloudNativePG seed 2: imageName removed, the operator's default image
+	// (PostgreSQL 18) has no mapping here, its major-upgrade Job waits for ever.
+	unmapped := &model.Snapshot{Objects: map[string]model.Object{"/v1/Pod/ns/example-1-major-upgrade-tm6x8": {"kind": "Pod",
+		"metadata": map[string]any{"name": "example-1-major-upgrade-tm6x8"},
+		"spec":     map[string]any{"containers": []any{map[string]any{"name": "major-upgrade", "image": "ghcr.io/cloudnative-pg/postgresql:18.3-system-trixie"}}},
+		"status": map[string]any{"containerStatuses": []any{map[string]any{"name": "major-upgrade", "state": map[string]any{"waiting": map[string]any{
+			"reason": "ImagePullBackOff", "message": `Back-off pulling image "ghcr.io/cloudnative-pg/postgresql:18.3-system-trixie": images: image ghcr.io/cloudnative-pg/postgresql:18.3-system-trixie: no image mapping rule matches the image, and the embedded cluster pulls from no registry`}}}}}}}}
+	removed := model.Object{"spec": map[string]any{"instances": int64(1)}}
+	if got := unpullable(removed, []string{"spec.imageName"}, unmapped); !strings.Contains(got, "postgresql:18.3-system-trixie") || !strings.Contains(got, "no image mapping rule") {
+		t.Fatalf("an operator's default image with no mapping: %q", got)
+	}
 }
 
 // TestDesignedCause: misoperation test cases of one scenario share a cause
