@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gauntlet-dev/gauntlet/inputgen"
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"github.com/gauntlet-dev/gauntlet/model"
 )
 
@@ -173,7 +174,11 @@ var identityKeys = map[string]bool{"runAsUser": true, "runAsGroup": true, "fsGro
 // volume type that applies fsGroup, which hostPath and local-path volumes, as
 // on kind and the embedded cluster, do not) could hand them over. Empty when
 // that is not the case.
-func userChangeOverData(prevD, d model.Object, changed []string, snap *model.Snapshot) string {
+//
+// A container that exits without a message (CloudNativePG's instance manager
+// exits 0 after "chmod …/pgdata: operation not permitted") is judged by the
+// tail of its previous log, which logs returns ("" when it cannot be read).
+func userChangeOverData(prevD, d model.Object, changed []string, snap *model.Snapshot, logs func(pod, container string) string) string {
 	var ids []string
 	for _, p := range changed {
 		prev, _ := valueAt(prevD, p)
@@ -190,11 +195,19 @@ func userChangeOverData(prevD, d model.Object, changed []string, snap *model.Sna
 		statuses, _ := get(o, "status", "containerStatuses").([]any)
 		for _, cs := range statuses {
 			m, _ := cs.(map[string]any)
+			name, _ := get(o, "metadata", "name").(string)
 			for _, msg := range []any{get(m, "lastState", "terminated", "message"), get(m, "state", "terminated", "message"), get(m, "state", "waiting", "message")} {
 				if s, _ := msg.(string); strings.Contains(strings.ToLower(s), "permission denied") {
-					name, _ := get(o, "metadata", "name").(string)
 					return fmt.Sprintf("%s changed the user the containers run as, and pod %s fails with \"permission denied\": the data volume's files belong to the previous user", strings.Join(ids, ", "), name)
 				}
+			}
+			restarts, _ := jsonv.AsFloat(m["restartCount"])
+			if logs == nil || restarts == 0 {
+				continue
+			}
+			cname, _ := m["name"].(string)
+			if line := deniedLine(logs(name, cname)); line != "" {
+				return fmt.Sprintf("%s changed the user the containers run as, and container %s of pod %s fails: %q: the data volume's files belong to the previous user", strings.Join(ids, ", "), cname, name, line)
 			}
 		}
 	}
@@ -267,6 +280,30 @@ func changedKey(p string, prev, cur any, key string) []string {
 	}
 	walk(p, prev, cur)
 	return out
+}
+
+// deniedLine is the first line of a log that reports a permission refused
+// by the file system ("permission denied", "operation not permitted"),
+// trimmed to 200 bytes; "" when none does.
+func deniedLine(log string) string {
+	for _, line := range strings.Split(log, "\n") {
+		l := strings.ToLower(line)
+		if strings.Contains(l, "permission denied") || strings.Contains(l, "operation not permitted") {
+			line = strings.TrimSpace(line)
+			if i := strings.Index(l, "\"error\":\""); i >= 0 {
+				// a JSON log line: its error field says it best
+				rest := line[i+9:]
+				if j := strings.IndexByte(rest, '"'); j > 0 {
+					return rest[:j]
+				}
+			}
+			if len(line) > 200 {
+				line = line[:200]
+			}
+			return line
+		}
+	}
+	return ""
 }
 
 // changedIdentity lists the identity fields (see identityKeys) under path p

@@ -67,14 +67,14 @@ func TestUserChangeOverData(t *testing.T) {
 	prevD := model.Object{"spec": map[string]any{"containerSecurityContext": map[string]any{"procMount": "Default"}}}
 	d := model.Object{"spec": map[string]any{"containerSecurityContext": map[string]any{"runAsUser": int64(1000), "runAsGroup": int64(1000), "readOnlyRootFilesystem": true}}}
 	changed := []string{"spec.containerSecurityContext"}
-	if got := userChangeOverData(prevD, d, changed, denied); !strings.Contains(got, "spec.containerSecurityContext.runAsUser") || !strings.Contains(got, "cache-2") {
+	if got := userChangeOverData(prevD, d, changed, denied, nil); !strings.Contains(got, "spec.containerSecurityContext.runAsUser") || !strings.Contains(got, "cache-2") {
 		t.Fatalf("user changed, permission denied: %q", got)
 	}
-	if got := userChangeOverData(prevD, d, changed, pod("out of memory")); got != "" {
+	if got := userChangeOverData(prevD, d, changed, pod("out of memory"), nil); got != "" {
 		t.Fatalf("another failure: %q", got)
 	}
 	same := model.Object{"spec": map[string]any{"containerSecurityContext": map[string]any{"procMount": "Default", "readOnlyRootFilesystem": true}}}
-	if got := userChangeOverData(prevD, same, changed, denied); got != "" {
+	if got := userChangeOverData(prevD, same, changed, denied, nil); got != "" {
 		t.Fatalf("the user did not change: %q", got)
 	}
 }
@@ -186,5 +186,34 @@ func TestUnknownSchedulers(t *testing.T) {
 	}
 	if got := unknownSchedulers(model.Object{"spec": map[string]any{"schedulerName": "default-scheduler"}}); len(got) != 0 {
 		t.Fatalf("the default scheduler: %q", got)
+	}
+}
+
+// TestUserChangeOverDataLog: a container that exits without a message after
+// the user changed (CloudNativePG's instance manager exits 0) is judged by its
+// previous log (seed 2: spec.securityContext runAsUser 1000 over PGDATA owned
+// by 26 crash-looped, "chmod …/pgdata: operation not permitted").
+func TestUserChangeOverDataLog(t *testing.T) {
+	snap := &model.Snapshot{Objects: map[string]model.Object{"/v1/Pod/ns/example-1": {"kind": "Pod", "metadata": map[string]any{"name": "example-1"},
+		"status": map[string]any{"containerStatuses": []any{map[string]any{"name": "postgres", "restartCount": float64(3),
+			"lastState": map[string]any{"terminated": map[string]any{"exitCode": float64(0), "reason": "Completed"}}}}}}}}
+	prevD := model.Object{"spec": map[string]any{"instances": int64(1)}}
+	d := model.Object{"spec": map[string]any{"instances": int64(1), "securityContext": map[string]any{"runAsUser": int64(1000)}}}
+	changed := []string{"spec.securityContext"}
+	logs := func(pod, container string) string {
+		if pod != "example-1" || container != "postgres" {
+			t.Errorf("read the log of %s/%s", pod, container)
+		}
+		return `{"level":"info","msg":"Starting"}` + "\n" + `{"level":"error","msg":"Error waiting on the PostgreSQL process","error":"chmod /var/lib/postgresql/data/pgdata: operation not permitted","stacktrace":"…"}`
+	}
+	got := userChangeOverData(prevD, d, changed, snap, logs)
+	if !strings.Contains(got, "spec.securityContext.runAsUser") || !strings.Contains(got, `"chmod /var/lib/postgresql/data/pgdata: operation not permitted"`) {
+		t.Fatalf("userChangeOverData = %q", got)
+	}
+	if got := userChangeOverData(prevD, d, changed, snap, func(string, string) string { return "out of memory" }); got != "" {
+		t.Fatalf("another failure: %q", got)
+	}
+	if got := userChangeOverData(prevD, prevD, changed, snap, logs); got != "" {
+		t.Fatalf("no change of user: %q", got)
 	}
 }

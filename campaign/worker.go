@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gauntlet-dev/gauntlet/cluster"
@@ -191,6 +192,20 @@ func (s *session) declare(ctx context.Context, d model.Object, recreate bool) (s
 	}
 	converged, notReady, err = s.wait(ctx, started)
 	return started, converged, notReady, err
+}
+
+// previousLog is the tail of the previous instance's log of a container of
+// the session's namespace ("" when it cannot be read).
+func (s *session) previousLog(ctx context.Context, pod, container string) string {
+	if s.env.kube == nil || s.env.kube.cs == nil {
+		return ""
+	}
+	tail := int64(200)
+	b, err := s.env.kube.cs.CoreV1().Pods(s.ns).GetLogs(pod, &corev1.PodLogOptions{Container: container, Previous: true, TailLines: &tail}).DoRaw(ctx)
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }
 
 // actionDone restarts the quiet window: the harness's own action (an apply
@@ -374,7 +389,9 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 		// state, is a misoperation it caught, not an inconsistency.
 		why := operatorRejected(snap.CRObject(), in.desired, in.changed)
 		if why == "" {
-			why = userChangeOverData(in.prevDesired, in.desired, in.changed, snap)
+			why = userChangeOverData(in.prevDesired, in.desired, in.changed, snap, func(pod, container string) string {
+				return s.previousLog(ctx, pod, container)
+			})
 		}
 		if why == "" {
 			why = rootRefused(in.prevDesired, in.desired, in.changed, snap)
