@@ -679,11 +679,28 @@ func (ix *stateIndex) reflecting(p property, key string, affinityOnly bool) []*n
 		if !ok || (affinityOnly && !line && affinity(p.path, n.path) == 0) {
 			continue
 		}
-		if !ix.prevMatches(n, p.des, key) || ix.listGrewWith(n, p) {
+		if !ix.prevMatches(n, p.des, key) || ix.listGrewWith(n, p) || ix.becameExactly(n, p.des) {
 			out = append(out, n)
 		}
 	}
 	return out
+}
+
+// becameExactly reports whether a list field that holds the desired list
+// exactly held a different list before: containment matched the old value
+// too (cert-manager seed 3: usages ["server auth"] → ["cert sign"] on a CA
+// certificate, whose usages went from ["cert sign", "server auth"] to
+// exactly ["cert sign"], was "overruled").
+func (ix *stateIndex) becameExactly(n *node, d any) bool {
+	if _, ok := d.([]any); !ok || !jsonv.Equal(n.val, d) {
+		return false
+	}
+	po, ok := ix.prev[n.obj]
+	if !ok {
+		return false
+	}
+	pv, ok := jsonv.GetPath(po, n.path)
+	return ok && !jsonv.Equal(pv, d)
 }
 
 // listGrewWith reports, for a list property, a state list that already contained

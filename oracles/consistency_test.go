@@ -575,3 +575,35 @@ func TestConsistencyMappingExpect(t *testing.T) {
 		t.Errorf("Validate of a broken expression: %v", err)
 	}
 }
+
+// TestConsistencyListBecameExactly: a list property is reflected by a list
+// field that became exactly the desired list, even though containment matched
+// its previous, longer value (cert-manager seed 3: usages ["cert sign"] on a CA
+// certificate whose usages went from ["cert sign", "server auth"] to ["cert
+// sign"]). A field that already held exactly it is no reflection.
+func TestConsistencyListBecameExactly(t *testing.T) {
+	const crKey = "cert-manager.io/v1/Certificate/ns/example"
+	state := func(usages []any, viewUsages []any) *model.Snapshot {
+		return &model.Snapshot{CR: crKey, Objects: map[string]model.Object{
+			crKey: {"apiVersion": "cert-manager.io/v1", "kind": "Certificate", "metadata": map[string]any{"name": "example", "namespace": "ns"},
+				"spec": map[string]any{"usages": usages}},
+			"/v1/Secret/ns/example-tls": {"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "example-tls", "namespace": "ns"},
+				"gauntlet.dev/x509": map[string]any{"tls.crt": map[string]any{"usages": viewUsages}}},
+		}}
+	}
+	for _, tc := range []struct {
+		name       string
+		prev, curr *model.Snapshot
+		want       int
+	}{
+		{"shrank to exactly the list", state([]any{"server auth"}, []any{"cert sign", "server auth"}), state([]any{"cert sign"}, []any{"cert sign"}), 0},
+		{"unchanged superset", state([]any{"server auth"}, []any{"cert sign", "server auth"}), state([]any{"cert sign"}, []any{"cert sign", "server auth"}), 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := &model.Transition{Step: step(model.StepApply, "spec.usages"), PrevDesired: tc.prev.CRObject(), Desired: tc.curr.CRObject(), Prev: tc.prev, Curr: tc.curr}
+			if fs := run(NewConsistency(Config{}), tr); len(fs) != tc.want {
+				t.Errorf("%d findings, want %d: %v", len(fs), tc.want, fs)
+			}
+		})
+	}
+}
