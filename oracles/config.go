@@ -97,6 +97,11 @@ type Config struct {
 	// pattern also covers the properties below it). The system-state oracle
 	// leaves out the configuration keys they cover.
 	Skip []string `json:"skip,omitempty"`
+	// SkipRemoval lists property path patterns whose removal the consistency
+	// oracle does not judge: the operator applies it only at a later event
+	// (cert-manager keeps a certificate's duration until the next issuance
+	// when spec.duration is removed; setting it re-issues at once and is judged).
+	SkipRemoval []string `json:"skipRemoval,omitempty"`
 	// MapProperties lists map-valued properties whose keys are user data
 	// (spec.config, spec.nodeSelector): keys are generalized to {*} in signatures.
 	MapProperties []string `json:"mapProperties,omitempty"`
@@ -159,7 +164,7 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("oracles: log pattern %q: %w", p, err))
 		}
 	}
-	for _, p := range c.Skip {
+	for _, p := range append(append([]string(nil), c.Skip...), c.SkipRemoval...) {
 		if _, err := jsonv.ParsePath(p); err != nil {
 			errs = append(errs, fmt.Errorf("oracles: skip: %w", err))
 		}

@@ -61,6 +61,7 @@ import (
 type Consistency struct {
 	mappings    []compiledMapping
 	skip        []jsonv.Path
+	skipRemoval []jsonv.Path
 	mapProps    []jsonv.Path
 	noise       []maskRule
 	ignoreKinds map[string]bool
@@ -68,7 +69,7 @@ type Consistency struct {
 
 // NewConsistency returns the consistency oracle configured by cfg.
 func NewConsistency(cfg Config) *Consistency {
-	c := &Consistency{skip: compilePaths(cfg.Skip), mapProps: compilePaths(cfg.MapProperties), ignoreKinds: map[string]bool{}}
+	c := &Consistency{skip: compilePaths(cfg.Skip), skipRemoval: compilePaths(cfg.SkipRemoval), mapProps: compilePaths(cfg.MapProperties), ignoreKinds: map[string]bool{}}
 	for _, m := range cfg.Mappings {
 		if cm, err := m.compile(); err == nil && !hasDeep(cm.prop) {
 			c.mappings = append(c.mappings, cm)
@@ -602,6 +603,11 @@ func (c *Consistency) judge(t *model.Transition, p property, ix *stateIndex, fs 
 	// Removed or emptied.
 	if !p.hasPrev || isEmpty(p.prev) {
 		return
+	}
+	for _, s := range c.skipRemoval {
+		if jsonv.Match(s, p.path, true) {
+			return
+		}
 	}
 	if _, isBool := p.prev.(bool); isBool {
 		if !ix.anyChange {

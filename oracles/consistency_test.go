@@ -607,3 +607,36 @@ func TestConsistencyListBecameExactly(t *testing.T) {
 		})
 	}
 }
+
+// TestConsistencySkipRemoval: a property whose removal the operator applies
+// only at a later event (cert-manager keeps a certificate's duration until the
+// next issuance) is not judged on removal when the target says so; setting it
+// still is.
+func TestConsistencySkipRemoval(t *testing.T) {
+	const crKey = "cert-manager.io/v1/Certificate/ns/example"
+	state := func(duration any, view string) *model.Snapshot {
+		spec := map[string]any{}
+		if duration != nil {
+			spec["duration"] = duration
+		}
+		return &model.Snapshot{CR: crKey, Objects: map[string]model.Object{
+			crKey: {"apiVersion": "cert-manager.io/v1", "kind": "Certificate", "metadata": map[string]any{"name": "example", "namespace": "ns"}, "spec": spec},
+			"/v1/Secret/ns/example-tls": {"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "example-tls", "namespace": "ns"},
+				"gauntlet.dev/x509": map[string]any{"tls.crt": map[string]any{"duration": view}}},
+		}}
+	}
+	cfg := Config{SkipRemoval: []string{"spec.duration"}}
+	removed := &model.Transition{Step: step(model.StepApply, "spec.duration"), Prev: state("4320h", "4320h0m0s"), Curr: state(nil, "4320h0m0s")}
+	removed.PrevDesired, removed.Desired = removed.Prev.CRObject(), removed.Curr.CRObject()
+	if fs := run(NewConsistency(Config{}), removed); len(fs) != 1 {
+		t.Errorf("without the setting a kept duration is an alarm: %v", fs)
+	}
+	if fs := run(NewConsistency(cfg), removed); len(fs) != 0 {
+		t.Errorf("a removal the target skips: %v", fs)
+	}
+	set := &model.Transition{Step: step(model.StepApply, "spec.duration"), Prev: state(nil, "2160h0m0s"), Curr: state("4320h", "2160h0m0s")}
+	set.PrevDesired, set.Desired = set.Prev.CRObject(), set.Curr.CRObject()
+	if fs := run(NewConsistency(cfg), set); len(fs) != 1 {
+		t.Errorf("setting it is still judged: %v", fs)
+	}
+}
