@@ -27,7 +27,7 @@ TEST_EVENTS ?= $(CACHE_DIR)/test-events.json
 export GAUNTLET_CACHE_DIR := $(CACHE_DIR)
 export GAUNTLET_OPERATOR_BINARY := $(CURDIR)/$(BIN)/valkey-operator
 
-.PHONY: all deps kind-deps kind-binaries tools controlplane coredns certmanager cnpg build demo test test-unit bench bench-bugs bench-campaign bench-inputgen vet fmt clean
+.PHONY: all deps kind-deps kind-binaries kind-coredns kind-node-image tools controlplane coredns certmanager cnpg build demo test test-unit bench bench-bugs bench-campaign bench-inputgen vet fmt clean
 
 all: build
 
@@ -56,6 +56,22 @@ controlplane:
 ## the control plane's pinned k8s.io/kubernetes, static (cached; the kind lane only, make test does not need them)
 kind-binaries:
 	@bash build/controlplane/build.sh --node "$(KIND_BINARIES_DIR)"
+
+## kind-coredns: CoreDNS for the kind node image — the pinned build plus the plugins kubeadm's Corefile
+## names (forward, loop, reload, prometheus; build/coredns/kubeadm.go, -tags kubeadm), cached
+KIND_COREDNS_DIR := $(CACHE_DIR)/coredns-kubeadm/$(COREDNS_VERSION)
+kind-coredns:
+	@if [[ -x "$(KIND_COREDNS_DIR)/coredns" ]]; then echo "kind-coredns $(COREDNS_VERSION): cached in $(KIND_COREDNS_DIR)" >&2; \
+	else echo "kind-coredns $(COREDNS_VERSION): building with kubeadm's Corefile plugins..." >&2 && mkdir -p "$(KIND_COREDNS_DIR).tmp" && \
+	(cd build/coredns && CGO_ENABLED=0 nice -n 19 $(GO) build -tags kubeadm -trimpath -ldflags "-s -w -X github.com/coredns/coredns/coremain.GitCommit=$(COREDNS_VERSION)" -o "$(KIND_COREDNS_DIR).tmp/coredns" .) && \
+	echo "$(COREDNS_VERSION)" > "$(KIND_COREDNS_DIR).tmp/VERSION" && rm -rf "$(KIND_COREDNS_DIR)" && mv "$(KIND_COREDNS_DIR).tmp" "$(KIND_COREDNS_DIR)"; fi
+
+## kind-node-image: the offline kind node image gauntlet/kind-node:$(K8S_VERSION) (`gauntlet kind node-image`:
+## Debian bookworm by debootstrap, the node binaries, every image kubeadm asks for preloaded; root; cached
+## by the hash of its inputs)
+kind-node-image: kind-deps kind-binaries controlplane kind-coredns
+	@$(GO) build -o $(BIN)/gauntlet ./cmd/gauntlet
+	@$(BIN)/gauntlet kind node-image
 
 ## coredns: build CoreDNS (the embedded cluster's DNS) from its pinned module (cached)
 coredns:

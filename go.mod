@@ -5,6 +5,7 @@ go 1.25.11
 require (
 	github.com/creack/pty v1.1.24
 	github.com/distribution/reference v0.6.0
+	github.com/google/go-containerregistry v0.20.6
 	github.com/moby/sys/mountinfo v0.7.2
 	github.com/moby/sys/reexec v0.1.0
 	github.com/schollz/progressbar/v3 v3.19.1
@@ -29,11 +30,15 @@ require (
 )
 
 require (
+	github.com/containerd/stargz-snapshotter/estargz v0.16.3 // indirect
 	github.com/go-errors/errors v1.4.2 // indirect
+	github.com/klauspost/compress v1.18.0 // indirect
 	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
 	github.com/monochromegane/go-gitignore v0.0.0-20200626010858-205db1a8cc00 // indirect
 	github.com/opencontainers/go-digest v1.0.0 // indirect
+	github.com/opencontainers/image-spec v1.1.1 // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
+	github.com/vbatts/tar-split v0.12.1 // indirect
 	github.com/xlab/treeprint v1.2.0 // indirect
 )
 

@@ -1,0 +1,181 @@
+package nodeimage
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	kindcluster "sigs.k8s.io/kind/pkg/cluster"
+
+	"github.com/gauntlet-dev/gauntlet/cluster/kind"
+	"github.com/gauntlet-dev/gauntlet/internal/testenv"
+)
+
+// TestE2ENodeImageCluster builds the node image (or finds it cached), creates a one-node kind
+// cluster from it with kind's library, offline, and checks the node Ready, CoreDNS running (it
+// reaches the API server through kube-proxy's Service rules) and a pod of a locally assembled
+// image running on the bridge network; then deletes the cluster.
+func TestE2ENodeImageCluster(t *testing.T) {
+	testenv.SkipShort(t)
+	ctx := context.Background()
+	if err := kind.Available(ctx); err != nil {
+		testenv.Skip(t, testenv.Kind, "no container engine on this machine, kind cannot run: %v", err)
+	}
+	testenv.NeedRoot(t)
+	opts, err := Options{Progress: testWriter{t}}.withDefaults()
+	if err != nil {
+		testenv.Skip(t, testenv.Kind, "%v", err)
+	}
+	if _, err := opts.binaries(); err != nil {
+		testenv.Skip(t, testenv.Kind, "the node image's inputs are not built (make kind-binaries controlplane coredns): %v", err)
+	}
+	res, err := Build(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("image %s: built or checked in %s (cached: %v)", res.Image, res.Took.Round(time.Millisecond), res.Cached)
+
+	const name = "gauntlet-nodeimage-e2e"
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	kp := kindcluster.NewProvider(kindcluster.ProviderWithDocker())
+	_ = kp.Delete(name, "") // a cluster left by a killed run
+	start := time.Now()
+	err = kp.Create(name,
+		kindcluster.CreateWithV1Alpha4Config(ClusterConfig(res.Image, 0)),
+		kindcluster.CreateWithKubeconfigPath(kubeconfig),
+		kindcluster.CreateWithWaitForReady(4*time.Minute),
+		kindcluster.CreateWithDisplayUsage(false),
+		kindcluster.CreateWithDisplaySalutation(false),
+		kindcluster.CreateWithRetain(os.Getenv("GAUNTLET_KIND_RETAIN") != ""),
+	)
+	if err != nil {
+		t.Fatalf("kind create: %v", err)
+	}
+	t.Logf("cluster created (node Ready) in %s", time.Since(start).Round(time.Millisecond))
+	t.Cleanup(func() {
+		if os.Getenv("GAUNTLET_KIND_RETAIN") != "" {
+			t.Logf("GAUNTLET_KIND_RETAIN: cluster %s kept", name)
+			return
+		}
+		if err := kp.Delete(name, kubeconfig); err != nil {
+			t.Errorf("kind delete: %v", err)
+		}
+	})
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(cfg)
+
+	waitFor(t, "node Ready", 2*time.Minute, func() (bool, string) {
+		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil || len(nodes.Items) != 1 {
+			return false, "nodes: " + errString(err)
+		}
+		for _, c := range nodes.Items[0].Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				return c.Status == corev1.ConditionTrue, c.Message
+			}
+		}
+		return false, "no Ready condition"
+	})
+	waitFor(t, "CoreDNS Ready", 2*time.Minute, func() (bool, string) {
+		pods, err := cs.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=kube-dns"})
+		if err != nil || len(pods.Items) == 0 {
+			return false, "CoreDNS pods: " + errString(err)
+		}
+		return allReady(pods.Items)
+	})
+	t.Logf("CoreDNS Ready %s after creation began", time.Since(start).Round(time.Millisecond))
+
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "local-image", Namespace: "default"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "pause", Image: "registry.k8s.io/pause:3.10.1", ImagePullPolicy: corev1.PullNever,
+		}}},
+	}
+	if _, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var ip string
+	waitFor(t, "pod of a local image Running", 2*time.Minute, func() (bool, string) {
+		p, err := cs.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		ip = p.Status.PodIP
+		ok, why := allReady([]corev1.Pod{*p})
+		return ok, why
+	})
+	if !strings.HasPrefix(ip, "10.244.") {
+		t.Errorf("pod IP %q is not in the bridge network's %s", ip, PodSubnet)
+	}
+	// The pod answers on the node's bridge: ping is not in the image, so ask the kernel's ARP
+	// through a TCP connection attempt from the node (refused = reached).
+	node := name + "-control-plane"
+	if out, err := exec.Command("docker", "exec", node, "bash", "-c", "timeout 5 bash -c '</dev/tcp/"+ip+"/80' 2>&1; ip neigh show "+ip).CombinedOutput(); err != nil && !strings.Contains(string(out), "refused") {
+		t.Logf("reaching the pod from the node: %v: %s", err, out)
+	} else {
+		t.Logf("node → pod %s: %s", ip, strings.TrimSpace(string(out)))
+	}
+	if out, err := exec.Command("docker", "stats", "--no-stream", "--format", "{{.MemUsage}}", node).Output(); err == nil {
+		t.Logf("node container memory (docker stats): %s", strings.TrimSpace(string(out)))
+	}
+}
+
+func allReady(pods []corev1.Pod) (bool, string) {
+	for _, p := range pods {
+		if p.Status.Phase != corev1.PodRunning {
+			why := string(p.Status.Phase)
+			for _, c := range p.Status.ContainerStatuses {
+				if c.State.Waiting != nil {
+					why += " " + c.State.Waiting.Reason + ": " + c.State.Waiting.Message
+				}
+			}
+			return false, p.Name + " " + why
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status != corev1.ConditionTrue {
+				return false, p.Name + " not Ready: " + c.Message
+			}
+		}
+	}
+	return true, ""
+}
+
+func waitFor(t *testing.T, what string, limit time.Duration, f func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	var why string
+	for time.Now().Before(deadline) {
+		var ok bool
+		if ok, why = f(); ok {
+			return
+		}
+		time.Sleep(time.Second)
+	}
+	t.Fatalf("%s: not within %s: %s", what, limit, why)
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "none yet"
+	}
+	return err.Error()
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(bytes.TrimRight(p, "\n")))
+	return len(p), nil
+}
