@@ -40,7 +40,7 @@ const DefaultImage = "gauntlet/kind-node:" + KubernetesVersion
 const InputsLabel = "dev.gauntlet.kind-node.inputs"
 
 // formatVersion changes when the build itself changes in a way the inputs do not show.
-const formatVersion = "gauntlet-kind-node/1"
+const formatVersion = "gauntlet-kind-node/2"
 
 // Suite is the Debian release of the root filesystem.
 const Suite = "bookworm"
