@@ -378,6 +378,9 @@ func OracleConfig(t *targets.Target) oracles.Config {
 		c.OperatorSelector = t.Operator.Labels
 	}
 	c.Masks = append(slices.Clone(c.Masks), t.IgnoreFields...)
+	if len(t.CRDFiles) > 0 {
+		c.Defaults = withDescribedDefaults(t, c.Defaults)
+	}
 	return c
 }
 

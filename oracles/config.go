@@ -97,6 +97,13 @@ type Config struct {
 	// pattern also covers the properties below it). The system-state oracle
 	// leaves out the configuration keys they cover.
 	Skip []string `json:"skip,omitempty"`
+	// Defaults maps property path patterns to the operator's effective value
+	// while the property is unset: setting it to that value, or removing it
+	// while it holds that value, needs no change of the state (CloudNativePG's
+	// affinity.enablePodAntiAffinity: "the operator will define pods
+	// anti-affinity unless this field is explicitly set to false"). Campaigns
+	// add the defaults the CRD's schema and descriptions state.
+	Defaults map[string]any `json:"defaults,omitempty"`
 	// SkipRemoval lists property path patterns whose removal the consistency
 	// oracle does not judge: the operator applies it only at a later event
 	// (cert-manager keeps a certificate's duration until the next issuance
@@ -167,6 +174,11 @@ func (c Config) Validate() error {
 	for _, p := range append(append([]string(nil), c.Skip...), c.SkipRemoval...) {
 		if _, err := jsonv.ParsePath(p); err != nil {
 			errs = append(errs, fmt.Errorf("oracles: skip: %w", err))
+		}
+	}
+	for p := range c.Defaults {
+		if _, err := jsonv.ParsePath(p); err != nil {
+			errs = append(errs, fmt.Errorf("oracles: default: %w", err))
 		}
 	}
 	for _, p := range c.MapProperties {

@@ -62,6 +62,7 @@ type Consistency struct {
 	mappings    []compiledMapping
 	skip        []jsonv.Path
 	skipRemoval []jsonv.Path
+	defaults    []propDefault
 	mapProps    []jsonv.Path
 	noise       []maskRule
 	ignoreKinds map[string]bool
@@ -70,6 +71,11 @@ type Consistency struct {
 // NewConsistency returns the consistency oracle configured by cfg.
 func NewConsistency(cfg Config) *Consistency {
 	c := &Consistency{skip: compilePaths(cfg.Skip), skipRemoval: compilePaths(cfg.SkipRemoval), mapProps: compilePaths(cfg.MapProperties), ignoreKinds: map[string]bool{}}
+	for p, v := range cfg.Defaults {
+		if pp, err := jsonv.ParsePath(p); err == nil {
+			c.defaults = append(c.defaults, propDefault{pp, v})
+		}
+	}
 	for _, m := range cfg.Mappings {
 		if cm, err := m.compile(); err == nil && !hasDeep(cm.prop) {
 			c.mappings = append(c.mappings, cm)
@@ -263,6 +269,22 @@ func allMaps(l []any) bool {
 // sameValue is semantic equality of desired values (structures element-wise).
 func sameValue(a, b any) bool {
 	return jsonv.EqualWith(a, b, func(a, b any) bool { return !isStructure(a) && !isStructure(b) && equivalent(a, b) })
+}
+
+// propDefault is a property's effective value while it is unset (Config.Defaults).
+type propDefault struct {
+	path jsonv.Path
+	val  any
+}
+
+// defaultOf is the effective value of property p while it is unset, if known.
+func (c *Consistency) defaultOf(p jsonv.Path) (any, bool) {
+	for _, d := range c.defaults {
+		if jsonv.Match(d.path, p, false) {
+			return d.val, true
+		}
+	}
+	return nil, false
 }
 
 func (c *Consistency) skipped(p jsonv.Path) bool {
@@ -575,6 +597,13 @@ func (c *Consistency) judge(t *model.Transition, p property, ix *stateIndex, fs 
 		return
 	}
 	key := p.path.Last()
+	if d, ok := c.defaultOf(p.path); ok {
+		// The operator's value while the property is unset: setting it to
+		// that value, or removing it while it held that value, changes nothing.
+		if (p.set() && (!p.hasPrev || isEmpty(p.prev)) && jsonv.Equal(d, p.des)) || (!p.set() && p.hasPrev && jsonv.Equal(d, p.prev)) {
+			return
+		}
+	}
 	if p.set() {
 		if b, isBool := p.des.(bool); isBool {
 			if ix.anyChange || len(ix.reflecting(p, key, true)) > 0 {

@@ -640,3 +640,39 @@ func TestConsistencySkipRemoval(t *testing.T) {
 		t.Errorf("setting it is still judged: %v", fs)
 	}
 }
+
+// TestConsistencyDefaults: a property set to the operator's value while unset
+// (CloudNativePG seed 3: affinity.enablePodAntiAffinity true, "the operator
+// will define pods anti-affinity unless this field is explicitly set to
+// false") or removed while it held it needs no change; without that default
+// known, it is an alarm.
+func TestConsistencyDefaults(t *testing.T) {
+	const crKey = "postgresql.cnpg.io/v1/Cluster/ns/example"
+	state := func(affinity map[string]any) *model.Snapshot {
+		return &model.Snapshot{CR: crKey, Objects: map[string]model.Object{
+			crKey: {"apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster", "metadata": map[string]any{"name": "example", "namespace": "ns"},
+				"spec": map[string]any{"affinity": affinity}},
+			"/v1/Pod/ns/example-1": {"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "example-1", "namespace": "ns"}, "spec": map[string]any{"hostname": "example-1"}},
+		}}
+	}
+	cfg := Config{Defaults: map[string]any{"spec.affinity.enablePodAntiAffinity": true}}
+	for _, tc := range []struct {
+		name       string
+		prev, curr map[string]any
+		cfg        Config
+		want       int
+	}{
+		{"set to its default", map[string]any{"podAntiAffinityType": "preferred"}, map[string]any{"podAntiAffinityType": "preferred", "enablePodAntiAffinity": true}, cfg, 0},
+		{"removed while at its default", map[string]any{"enablePodAntiAffinity": true}, map[string]any{}, cfg, 0},
+		{"another property's default", map[string]any{}, map[string]any{"enablePodAntiAffinity": true}, Config{Defaults: map[string]any{"spec.affinity.other": true}}, 1},
+		{"no default known", map[string]any{}, map[string]any{"enablePodAntiAffinity": true}, Config{}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prev, curr := state(tc.prev), state(tc.curr)
+			tr := &model.Transition{Step: step(model.StepApply, "spec.affinity"), PrevDesired: prev.CRObject(), Desired: curr.CRObject(), Prev: prev, Curr: curr}
+			if fs := run(NewConsistency(tc.cfg), tr); len(fs) != tc.want {
+				t.Errorf("%d findings, want %d: %v", len(fs), tc.want, fs)
+			}
+		})
+	}
+}
