@@ -254,6 +254,7 @@ func buildView(s *model.Snapshot, o viewOptions) []*objView {
 	}
 	ns := testNamespace(s)
 	ips := podIPs(s, ns)
+	saPull := serviceAccountPullSecrets(s)
 	var out []*objView
 	for _, key := range s.Keys() {
 		k, ok := model.ParseObjectKey(key)
@@ -267,6 +268,9 @@ func buildView(s *model.Snapshot, o viewOptions) []*objView {
 		masked := applyMasks(raw, o.rules)
 		if masked == nil {
 			continue
+		}
+		if k.Group == "" && k.Kind == "Pod" {
+			dropAdmittedPullSecrets(masked, saPull[k.Namespace])
 		}
 		stem, match, gen := identity(raw, k.Name)
 		norm := normalizeStrings(masked, ns, ips).(map[string]any)
@@ -288,6 +292,69 @@ func buildView(s *model.Snapshot, o viewOptions) []*objView {
 		})
 	}
 	return out
+}
+
+// serviceAccountPullSecrets maps namespace and ServiceAccount name to the
+// names of the image pull secrets the account lists.
+func serviceAccountPullSecrets(s *model.Snapshot) map[string]map[string]map[string]bool {
+	out := map[string]map[string]map[string]bool{}
+	for key, o := range s.Objects {
+		k, ok := model.ParseObjectKey(key)
+		if !ok || k.Group != "" || k.Kind != "ServiceAccount" || o == nil {
+			continue
+		}
+		l, _ := o["imagePullSecrets"].([]any)
+		for _, e := range l {
+			m, _ := e.(map[string]any)
+			name, _ := m["name"].(string)
+			if name == "" {
+				continue
+			}
+			if out[k.Namespace] == nil {
+				out[k.Namespace] = map[string]map[string]bool{}
+			}
+			if out[k.Namespace][k.Name] == nil {
+				out[k.Namespace][k.Name] = map[string]bool{}
+			}
+			out[k.Namespace][k.Name][name] = true
+		}
+	}
+	return out
+}
+
+// dropAdmittedPullSecrets removes from a (masked copy of a) pod the image
+// pull secrets its ServiceAccount lists: the API server's admission copies
+// them into a pod when it is created, so a pod created after the account
+// gained one holds it and an older pod does not, though both run the same
+// spec (CloudNativePG seed 3: a rollback "failed" because the instance pod,
+// re-created meanwhile, carried the pull secret its Cluster's account had
+// gained since the reference was taken).
+func dropAdmittedPullSecrets(pod map[string]any, bySA map[string]map[string]bool) {
+	spec, _ := pod["spec"].(map[string]any)
+	if spec == nil || len(bySA) == 0 {
+		return
+	}
+	sa, _ := spec["serviceAccountName"].(string)
+	if sa == "" {
+		sa = "default"
+	}
+	names := bySA[sa]
+	l, _ := spec["imagePullSecrets"].([]any)
+	if len(names) == 0 || len(l) == 0 {
+		return
+	}
+	var kept []any
+	for _, e := range l {
+		m, _ := e.(map[string]any)
+		if n, _ := m["name"].(string); !names[n] {
+			kept = append(kept, e)
+		}
+	}
+	if len(kept) == 0 {
+		delete(spec, "imagePullSecrets")
+		return
+	}
+	spec["imagePullSecrets"] = kept
 }
 
 // withKindName fills kind and metadata.name from the key when an object lacks them.

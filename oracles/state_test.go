@@ -433,3 +433,34 @@ func TestRecoverySerialNames(t *testing.T) {
 		t.Error("a StatefulSet's ordinals were paired as serials")
 	}
 }
+
+// TestRecoveryAdmittedPullSecrets: a pod re-created after its ServiceAccount
+// gained an image pull secret holds it (admission copies it in at creation),
+// an older pod does not; that is no failure to roll back (CloudNativePG seed
+// 3). A pull secret the account does not list still counts.
+func TestRecoveryAdmittedPullSecrets(t *testing.T) {
+	state := func(podPull ...string) *model.Snapshot {
+		var l []any
+		for _, n := range podPull {
+			l = append(l, map[string]any{"name": n})
+		}
+		spec := map[string]any{"serviceAccountName": "example", "hostname": "example-1"}
+		if len(l) > 0 {
+			spec["imagePullSecrets"] = l
+		}
+		return &model.Snapshot{Objects: map[string]model.Object{
+			"/v1/ServiceAccount/ns/example": {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "example", "namespace": "ns"},
+				"imagePullSecrets": []any{map[string]any{"name": "gauntlet-wesmi"}}},
+			"/v1/Pod/ns/example-1": {"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "example-1", "namespace": "ns"}, "spec": spec},
+		}}
+	}
+	rollback := func(curr, ref *model.Snapshot) []model.Finding {
+		return run(NewRecovery(Config{}), &model.Transition{Step: step(model.StepRollback, "spec.seccompProfile"), Curr: curr, Reference: ref, Prev: curr})
+	}
+	if fs := rollback(state("gauntlet-wesmi"), state()); len(fs) != 0 {
+		t.Errorf("a pull secret admission copied from the account: %v", fs)
+	}
+	if fs := rollback(state("gauntlet-wesmi", "other"), state()); len(fs) != 1 {
+		t.Errorf("a pull secret the account does not list: %v", fs)
+	}
+}
