@@ -294,8 +294,14 @@ func (k *kube) lookup(ctx context.Context, apiVersion, kind, ns, name string) (m
 	return nil, fmt.Errorf("look up %s %s/%s: %w", kind, ns, name, err)
 }
 
-// applyFixtures creates the target's fixtures in namespace ns.
+// applyFixtures creates the target's fixtures in namespace ns and waits, for
+// up to fixtureSettle, until those that report a Ready condition report it
+// True: a CR declared against a fixture that is not ready yet (a CA Issuer
+// whose CA Certificate is still being issued) is judged against a state the
+// fixture had not reached (cert-manager seed 3: differential re-runs whose
+// Certificate waited on its Issuer were compared with a Ready main run).
 func (k *kube) applyFixtures(ctx context.Context, files []string, ns string) error {
+	var applied []map[string]any
 	for _, f := range files {
 		objs, err := targets.Render(targets.DeployStep{Manifests: f, Namespace: ns})
 		if err != nil {
@@ -309,9 +315,58 @@ func (k *kube) applyFixtures(ctx context.Context, files []string, ns string) err
 			if err := retryWebhook(ctx, fixtureSettle, func() error { return k.apply(ctx, o, ns) }); err != nil {
 				return fmt.Errorf("fixture %s: %w", f, err)
 			}
+			applied = append(applied, o)
 		}
 	}
-	return nil
+	start := time.Now()
+	var waiting []string
+	err := poll(ctx, fixtureSettle, func() (bool, error) {
+		waiting = waiting[:0]
+		for _, o := range applied {
+			u := &unstructured.Unstructured{Object: o}
+			live, err := k.lookup(ctx, u.GetAPIVersion(), u.GetKind(), ns, u.GetName())
+			if err != nil || live == nil {
+				continue
+			}
+			if pending, why := fixturePending(live, time.Since(start)); pending {
+				waiting = append(waiting, fmt.Sprintf("%s %s: %s", u.GetKind(), u.GetName(), why))
+			}
+		}
+		return len(waiting) == 0, nil
+	})
+	if err != nil && ctx.Err() == nil {
+		k.log.Warn("fixtures not ready; the campaign goes on", "namespace", ns, "waiting", strings.Join(waiting, "; "))
+		return nil
+	}
+	return ctx.Err()
+}
+
+// fixtureConditionGrace is how long a fixture of a custom kind may go without
+// any status condition before it counts as one that publishes none.
+const fixtureConditionGrace = 15 * time.Second
+
+// fixturePending says whether a fixture is not ready yet: it reports a Ready
+// condition that is not True, or it is a custom resource that has reported no
+// condition yet, for less than fixtureConditionGrace since it was applied.
+func fixturePending(live map[string]any, age time.Duration) (bool, string) {
+	conds, _ := jsonv.At(live, "status", "conditions").([]any)
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] != "Ready" {
+			continue
+		}
+		if m["status"] == "True" {
+			return false, ""
+		}
+		reason, _ := m["reason"].(string)
+		return true, fmt.Sprintf("Ready=%v (%s)", m["status"], reason)
+	}
+	av, _ := live["apiVersion"].(string)
+	custom := strings.Contains(av, ".") && !strings.HasSuffix(strings.SplitN(av, "/", 2)[0], ".k8s.io")
+	if custom && len(conds) == 0 && age < fixtureConditionGrace {
+		return true, "no status condition yet"
+	}
+	return false, ""
 }
 
 // remove deletes obj and waits until it is gone.

@@ -30,3 +30,35 @@ func TestRetryWebhook(t *testing.T) {
 		t.Errorf("no settle time: %v after %d calls", err, calls)
 	}
 }
+
+// TestFixturePending: a fixture that reports Ready=False is waited for (a CA
+// Issuer whose CA Certificate is being issued: cert-manager seed 3's
+// differential re-runs compared a Certificate still waiting on it); a custom
+// resource with no condition yet is waited for a short grace; core objects and
+// custom resources that publish no condition are not.
+func TestFixturePending(t *testing.T) {
+	issuer := func(status string) map[string]any {
+		o := map[string]any{"apiVersion": "cert-manager.io/v1", "kind": "Issuer"}
+		if status != "" {
+			o["status"] = map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": status, "reason": "KeyPairVerified"}}}
+		}
+		return o
+	}
+	for _, tc := range []struct {
+		name string
+		obj  map[string]any
+		age  time.Duration
+		want bool
+	}{
+		{"issuer not ready", issuer("False"), time.Minute, true},
+		{"issuer ready", issuer("True"), 0, false},
+		{"issuer without a status yet", issuer(""), time.Second, true},
+		{"a custom resource that never reports a condition", issuer(""), time.Minute, false},
+		{"a Secret", map[string]any{"apiVersion": "v1", "kind": "Secret"}, 0, false},
+		{"a built-in API group", map[string]any{"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy"}, 0, false},
+	} {
+		if got, why := fixturePending(tc.obj, tc.age); got != tc.want {
+			t.Errorf("%s: pending %v (%s), want %v", tc.name, got, why, tc.want)
+		}
+	}
+}
