@@ -1,16 +1,9 @@
 package kind
 
 import (
-	"context"
-	"errors"
 	"testing"
-	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	kindv1 "sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
-
-	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 )
 
 func TestConfig(t *testing.T) {
@@ -41,40 +34,5 @@ func TestConfig(t *testing.T) {
 				t.Errorf("type meta = %+v", c.TypeMeta)
 			}
 		})
-	}
-}
-
-// TestE2EKindCluster creates a real kind cluster where a container engine runs.
-func TestE2EKindCluster(t *testing.T) {
-	testenv.SkipShort(t)
-	ctx := context.Background()
-	if err := Available(ctx); err != nil {
-		if !errors.Is(err, ErrNoEngine) {
-			t.Fatalf("Available returned %v, which is not ErrNoEngine", err)
-		}
-		testenv.Skip(t, testenv.Kind, "no container engine on this machine, kind cannot run: %v", err)
-	}
-	if ok, err := NodeImagePresent(ctx, ""); err != nil {
-		t.Fatal(err)
-	} else if !ok {
-		testenv.Skip(t, testenv.Kind, "the node image %s is not in the local engine, and this lane pulls nothing "+
-			"(no registry here; issue 12 builds a node image offline). Where a registry is reachable, `docker pull` it first", DefaultNodeImage)
-	}
-	c, err := Provider{Options: Options{Workers: 1, WaitForReady: 5 * time.Minute}}.Create(ctx, "gauntlet-kind-e2e")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := c.Delete(ctx); err != nil {
-			t.Error(err)
-		}
-	}()
-	cs, err := kubernetes.NewForConfig(c.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil || len(nodes.Items) != 2 {
-		t.Fatalf("nodes: %v, %v; want 2", nodes, err)
 	}
 }

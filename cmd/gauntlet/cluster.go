@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gauntlet-dev/gauntlet/cluster/kind"
 	"github.com/gauntlet-dev/gauntlet/cluster/local"
 )
 
@@ -110,10 +111,13 @@ func newClusterCmd(g *globals) *cobra.Command {
 
 	gc := &cobra.Command{
 		Use:   "gc",
-		Short: "Remove every cluster whose owner process is gone (e.g. killed), under the state root and every state root a cluster registered there (e.g. tests' temporary roots)",
+		Short: "Remove every cluster whose owner process is gone (e.g. killed), under the state root and every state root a cluster registered there (e.g. tests' temporary roots), and kind clusters recorded in STATE_ROOT/kind",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			removed, err := local.GC(cmd.Context(), f.stateDir)
+			// kind clusters recorded under the same state root whose owner is gone.
+			kremoved, kerr := kind.GC(cmd.Context(), f.stateDir)
+			removed, err = append(removed, kremoved...), errors.Join(err, kerr)
 			for _, n := range removed {
 				fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", n)
 			}

@@ -63,9 +63,7 @@ func (f *runFlags) resolve(g *globals, spec string) (*targets.Target, cluster.Pr
 		return nil, nil, err
 	}
 	switch f.backend {
-	case "local":
-	case "kind":
-		return t, kind.Provider{Options: kind.Options{Log: g.logger()}}, nil
+	case "local", "kind":
 	default:
 		return nil, nil, fmt.Errorf("unknown --backend %q: use local or kind", f.backend)
 	}
@@ -75,6 +73,19 @@ func (f *runFlags) resolve(g *globals, spec string) (*targets.Target, cluster.Pr
 	}
 	if bin == "" && repo != "" {
 		bin = filepath.Join(repo, "bin", "valkey-operator")
+	}
+	if f.backend == "kind" {
+		opts := kind.Options{StateDir: f.stateDir, Log: g.logger()}
+		if t.Source == "builtin:valkey" {
+			// The bundled operator's image from the built binary, and the Valkey images its
+			// ValkeyClusters name, assembled offline and loaded into every node.
+			imgs, err := kind.BundledValkeyImages(t.Operator.Image, bin)
+			if err != nil {
+				return nil, nil, err
+			}
+			opts.Images = imgs
+		}
+		return t, kind.Provider{Options: opts}, nil
 	}
 	if f.mapping != "" {
 		if _, err := imagemap.ReadFile(f.mapping); err != nil {

@@ -1,6 +1,8 @@
 package nodeimage
 
 import (
+	"bytes"
+
 	kindv1 "sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 )
 
@@ -43,3 +45,15 @@ func ClusterConfig(image string, workers int) *kindv1.Cluster {
 
 // PodSubnet is the pod network of the image's bridge CNI configuration (kind's default).
 const PodSubnet = "10.244.0.0/16"
+
+// BridgeCNIConfig is the image's bridge CNI configuration (/etc/cni/net.d/10-bridge.conflist)
+// with its pod subnet replaced by subnet: clusters that run side by side, each routed from the
+// host, mount one with a subnet of their own over /etc/cni/net.d and pass the same subnet as
+// networking.podSubnet.
+func BridgeCNIConfig(subnet string) ([]byte, error) {
+	data, err := assets.ReadFile("assets/10-bridge.conflist")
+	if err != nil {
+		return nil, err
+	}
+	return bytes.Replace(data, []byte(`"subnet": "`+PodSubnet+`"`), []byte(`"subnet": "`+subnet+`"`), 1), nil
+}

@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
 
-	"github.com/gauntlet-dev/gauntlet/cluster/kind"
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 )
 
@@ -27,8 +26,9 @@ import (
 func TestE2ENodeImageCluster(t *testing.T) {
 	testenv.SkipShort(t)
 	ctx := context.Background()
-	if err := kind.Available(ctx); err != nil {
-		testenv.Skip(t, testenv.Kind, "no container engine on this machine, kind cannot run: %v", err)
+	// (cluster/kind imports this package, so its Available cannot be used here.)
+	if out, err := exec.CommandContext(ctx, "docker", "info", "--format", "{{.ServerVersion}}").CombinedOutput(); err != nil {
+		testenv.Skip(t, testenv.Kind, "no container engine on this machine, kind cannot run: `docker info`: %v: %s", err, strings.TrimSpace(string(out)))
 	}
 	testenv.NeedRoot(t)
 	opts, err := Options{Progress: testWriter{t}}.withDefaults()
