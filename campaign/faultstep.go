@@ -284,7 +284,8 @@ func (s *session) heal(ctx context.Context, af *activeFault) error {
 // its lease and restarted, 5–45 s later, and its pods were judged before it
 // had seen the change (seed 1). Operators without a Lease are judged on the
 // quiet window alone; one whose Lease is not renewed within the convergence
-// timeout gets a warning and is judged as it is.
+// timeout gets a warning (on rec, when not nil) and is judged as it is.
+// Every declared desired state goes through it too, since the apply.
 func (s *session) afterOperatorBack(ctx context.Context, rec *StepRecord, since, c time.Time, nr []string) (time.Time, []string, error) {
 	if since.IsZero() {
 		return c, nr, nil
@@ -297,9 +298,11 @@ func (s *session) afterOperatorBack(ctx context.Context, rec *StepRecord, since,
 	case !ok:
 		return c, nr, nil
 	case at.IsZero():
-		rec.Findings = append(rec.Findings, model.Finding{Oracle: "fault", Severity: model.SeverityWarning,
-			Signature: model.Signature("fault", "operator", "lease"),
-			Summary:   fmt.Sprintf("the operator did not renew its leader lease within %s after the fault ended: it may not be reconciling", limit)})
+		if rec != nil {
+			rec.Findings = append(rec.Findings, model.Finding{Oracle: "fault", Severity: model.SeverityWarning,
+				Signature: model.Signature("fault", "operator", "lease"),
+				Summary:   fmt.Sprintf("the operator did not renew its leader lease within %s after the fault ended: it may not be reconciling", limit)})
+		}
 		return c, nr, nil
 	case !at.After(c):
 		return c, nr, nil

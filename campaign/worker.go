@@ -184,6 +184,7 @@ func (s *session) declare(ctx context.Context, d model.Object, recreate bool) (s
 	// the whole window, and the step converged at once, before the operator
 	// had seen the change.
 	s.actionDone()
+	applied := time.Now()
 	if s.crKey == "" {
 		m, err := s.env.kube.mapping(obj)
 		if err == nil {
@@ -191,6 +192,14 @@ func (s *session) declare(ctx context.Context, d model.Object, recreate bool) (s
 		}
 	}
 	converged, notReady, err = s.wait(ctx, started)
+	if err == nil {
+		// An operator that elects a leader must have renewed its Lease since
+		// the apply: one restarted by an earlier fault may still be waiting
+		// for the old Lease to expire (CloudNativePG seed 3: a crash during a
+		// refused apply, and the next step was judged before the new
+		// operator led).
+		converged, notReady, err = s.afterOperatorBack(ctx, nil, applied, converged, notReady)
+	}
 	return started, converged, notReady, err
 }
 
