@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -69,7 +70,7 @@ func TestE2EKindCluster(t *testing.T) {
 
 	const name = "gauntlet-kind-e2e"
 	start := time.Now()
-	c, err := Provider{Options: Options{Images: images, WaitForReady: 4 * time.Minute}}.Create(ctx, name)
+	c, err := Provider{Options: Options{Images: images, WaitForReady: 4 * time.Minute, Log: slog.New(slog.NewTextHandler(testWriter{t}, nil))}}.Create(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}
