@@ -118,6 +118,17 @@ func TestE2EKindCluster(t *testing.T) {
 		return allReady(pods.Items)
 	})
 	t.Logf("operator Ready %s after creation began", time.Since(start).Round(time.Millisecond))
+	// Create waits for the Service rules (CoreDNS Ready): the operator must not have restarted
+	// for want of the API server's Service address (the health oracle counts restarts).
+	if pods, err := cs.CoreV1().Pods(target.Operator.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=valkey-operator"}); err == nil {
+		for _, p := range pods.Items {
+			for _, st := range p.Status.ContainerStatuses {
+				if st.RestartCount > 0 {
+					t.Errorf("operator pod %s restarted %d times (last: %+v)", p.Name, st.RestartCount, st.LastTerminationState.Terminated)
+				}
+			}
+		}
+	}
 
 	seed := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(target.Seed)}
 	seed.SetNamespace("default")

@@ -16,6 +16,9 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	kinddefaults "sigs.k8s.io/kind/pkg/apis/config/defaults"
@@ -239,6 +242,15 @@ func (p Provider) Create(ctx context.Context, name string) (cluster.Cluster, err
 	if err != nil {
 		return fail(fmt.Errorf("kind: read kubeconfig of %s: %w", name, err))
 	}
+	// kind returns once the node is Ready, before kube-proxy has written the Service rules: a
+	// pod started then (the operator) dials the API server's Service address, which leaves the
+	// node by its default route (seen here: a TLS answer from outside, "x509: cannot validate
+	// certificate for 10.96.0.1", and an operator restart the health oracle would count).
+	// CoreDNS turns Ready only once it has listed Services through that address.
+	if err := waitCoreDNS(ctx, c.rest, opts.WaitForReady); err != nil {
+		return fail(fmt.Errorf("kind: %s: %w", name, err))
+	}
+	dnsReady := time.Since(start)
 	ns, err := kp.ListInternalNodes(name)
 	if err != nil {
 		return fail(fmt.Errorf("kind: nodes of %s: %w", name, err))
@@ -274,8 +286,43 @@ func (p Provider) Create(ctx context.Context, name string) (cluster.Cluster, err
 		c.stop = stop
 		go prepareHostPathVolumes(vctx, c.rest, ns[0], opts.Log)
 	}
-	opts.Log.Info("kind cluster ready", "name", name, "created", created.Round(time.Millisecond), "took", time.Since(start).Round(time.Millisecond))
+	opts.Log.Info("kind cluster ready", "name", name, "created", created.Round(time.Millisecond), "dnsReady", dnsReady.Round(time.Millisecond), "took", time.Since(start).Round(time.Millisecond))
 	return c, nil
+}
+
+// waitCoreDNS waits until every CoreDNS pod (k8s-app=kube-dns in kube-system) is Ready.
+func waitCoreDNS(ctx context.Context, cfg *rest.Config, limit time.Duration) error {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(limit)
+	why := "no CoreDNS pod yet"
+	for time.Now().Before(deadline) {
+		pods, err := cs.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=kube-dns"})
+		if err != nil {
+			why = err.Error()
+		} else if len(pods.Items) > 0 {
+			ready := 0
+			for _, p := range pods.Items {
+				for _, c := range p.Status.Conditions {
+					if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+						ready++
+					}
+				}
+			}
+			if ready == len(pods.Items) {
+				return nil
+			}
+			why = fmt.Sprintf("%d of %d CoreDNS pods Ready", ready, len(pods.Items))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+	return fmt.Errorf("CoreDNS not Ready within %s (the Service rules kube-proxy writes): %s", limit, why)
 }
 
 func imageOrDefault(image string) string {
