@@ -1,11 +1,14 @@
 package kind
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/gauntlet-dev/gauntlet/cluster/kind/nodeimage"
 )
 
 func TestRegistry(t *testing.T) {
@@ -105,5 +108,25 @@ func TestValkeyImageLibraries(t *testing.T) {
 		if !have[want] {
 			t.Errorf("the Valkey image lacks %s", want)
 		}
+	}
+}
+
+func TestBridgeCNIConfigSubnet(t *testing.T) {
+	conf, err := nodeimage.BridgeCNIConfig(subnet(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		Plugins []struct {
+			IPAM struct {
+				Ranges [][]struct{ Subnet string } `json:"ranges"`
+			} `json:"ipam"`
+		} `json:"plugins"`
+	}
+	if err := json.Unmarshal(conf, &c); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Plugins[0].IPAM.Ranges[0][0].Subnet; got != "10.244.48.0/20" {
+		t.Errorf("subnet %q, want 10.244.48.0/20", got)
 	}
 }
