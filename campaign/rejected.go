@@ -103,19 +103,14 @@ func leafNeedles(p string, v any) []string {
 	return out
 }
 
-// nodeLocalProfiles lists the Localhost seccomp and AppArmor profiles a desired
-// state names (any localhostProfile field): profiles are files on each node,
-// which test clusters do not have, so such a pod can never run there. A
-// desired state naming one is a misoperation, like one naming a missing Secret.
-func nodeLocalProfiles(d model.Object) []string {
-	var out []string
+// specObjects calls fn for every object below a desired state's spec, with
+// its path ("spec.containers[0].securityContext").
+func specObjects(d model.Object, fn func(p string, m map[string]any)) {
 	var walk func(p string, v any)
 	walk = func(p string, v any) {
 		switch x := v.(type) {
 		case map[string]any:
-			if name, ok := x["localhostProfile"].(string); ok && name != "" {
-				out = append(out, fmt.Sprintf("%s.localhostProfile names the Localhost profile %q, which no node of the test cluster has loaded", strings.TrimPrefix(p, "."), name))
-			}
+			fn(p, x)
 			for k, e := range x {
 				walk(p+"."+k, e)
 			}
@@ -125,10 +120,21 @@ func nodeLocalProfiles(d model.Object) []string {
 			}
 		}
 	}
-	walk("", d["spec"])
-	for i := range out {
-		out[i] = "spec." + out[i]
-	}
+	walk("spec", d["spec"])
+}
+
+// nodeLocalProfiles lists the Localhost seccomp and AppArmor profiles a desired
+// state names (any localhostProfile field): profiles are files on each node,
+// which test clusters do not have, so such a pod can never run there. A
+// desired state naming one is a misoperation, like one naming a missing Secret.
+func nodeLocalProfiles(d model.Object) []string {
+	var out []string
+	specObjects(d, func(p string, m map[string]any) {
+		if name, ok := m["localhostProfile"].(string); ok && name != "" {
+			out = append(out, fmt.Sprintf("%s.localhostProfile names the Localhost profile %q, which no node of the test cluster has loaded", p, name))
+		}
+	})
+	sort.Strings(out)
 	return out
 }
 
@@ -142,23 +148,11 @@ const defaultScheduler = "default-scheduler"
 // misoperation, like one naming a missing Secret.
 func unknownSchedulers(d model.Object) []string {
 	var out []string
-	var walk func(p string, v any)
-	walk = func(p string, v any) {
-		switch x := v.(type) {
-		case map[string]any:
-			if name, ok := x["schedulerName"].(string); ok && name != "" && name != defaultScheduler {
-				out = append(out, fmt.Sprintf("%s.schedulerName names the scheduler %q, which the test cluster does not run (only %s)", p, name, defaultScheduler))
-			}
-			for k, e := range x {
-				walk(p+"."+k, e)
-			}
-		case []any:
-			for i, e := range x {
-				walk(fmt.Sprintf("%s[%d]", p, i), e)
-			}
+	specObjects(d, func(p string, m map[string]any) {
+		if name, ok := m["schedulerName"].(string); ok && name != "" && name != defaultScheduler {
+			out = append(out, fmt.Sprintf("%s.schedulerName names the scheduler %q, which the test cluster does not run (only %s)", p, name, defaultScheduler))
 		}
-	}
-	walk("spec", d["spec"])
+	})
 	sort.Strings(out)
 	return out
 }
