@@ -15,11 +15,9 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
-	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/gauntlet-dev/gauntlet/cluster/kind/nodeimage"
 	"sigs.k8s.io/kind/pkg/cluster/nodes"
 	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 )
@@ -215,20 +213,7 @@ func (img Image) build() (v1.Image, error) {
 	if err := tw.Close(); err != nil {
 		return nil, err
 	}
-	v, err := mutate.AppendLayers(empty.Image, static.NewLayer(buf.Bytes(), types.DockerUncompressedLayer))
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := v.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cfg = cfg.DeepCopy()
-	cfg.OS, cfg.Architecture = "linux", "amd64"
-	cfg.Config.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
-	cfg.Config.Entrypoint = img.Entrypoint
-	cfg.Config.User = img.User
-	return mutate.ConfigFile(v, cfg)
+	return nodeimage.SingleLayerImage(buf.Bytes(), img.Entrypoint, img.User)
 }
 
 // WriteArchive writes images as one docker archive (what `docker save` writes, and what

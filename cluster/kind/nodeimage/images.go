@@ -241,8 +241,15 @@ func (c component) image() (v1.Image, error) {
 	if err := tw.Close(); err != nil {
 		return nil, err
 	}
-	// Uncompressed, as `docker save` writes layers: nothing to gzip, and containerd unpacks it as is.
-	img, err := mutate.AppendLayers(empty.Image, static.NewLayer(buf.Bytes(), types.DockerUncompressedLayer))
+	return SingleLayerImage(buf.Bytes(), c.entrypoint, "")
+}
+
+// SingleLayerImage is a linux/amd64 image of one uncompressed layer (a tar
+// archive), with the usual PATH, entrypoint and user ("" for root).
+// Uncompressed, as `docker save` writes layers: nothing to gzip, and
+// containerd unpacks it as is.
+func SingleLayerImage(layer []byte, entrypoint []string, user string) (v1.Image, error) {
+	img, err := mutate.AppendLayers(empty.Image, static.NewLayer(layer, types.DockerUncompressedLayer))
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +260,8 @@ func (c component) image() (v1.Image, error) {
 	cfg = cfg.DeepCopy()
 	cfg.OS, cfg.Architecture = "linux", "amd64"
 	cfg.Config.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
-	cfg.Config.Entrypoint = c.entrypoint
+	cfg.Config.Entrypoint = entrypoint
+	cfg.Config.User = user
 	return mutate.ConfigFile(img, cfg)
 }
 
