@@ -8,11 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/gauntlet-dev/gauntlet/internal/pidfile"
 )
 
 // EnvStateDir overrides the state root (the embedded clusters' variable).
@@ -54,26 +54,8 @@ type record struct {
 }
 
 func (r record) ownerAlive() bool {
-	start, err := procStart(r.Owner)
+	start, err := pidfile.StartTime(r.Owner)
 	return err == nil && start == r.OwnerStart
-}
-
-// procStart is a process's start time in clock ticks since boot (/proc/PID/stat, field 22).
-func procStart(pid int) (uint64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("kind: /proc/%d/stat: %q", pid, s)
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return 0, fmt.Errorf("kind: /proc/%d/stat: short", pid)
-	}
-	return strconv.ParseUint(f[19], 10, 64) // field 22 is the 20th after the command
 }
 
 // registry is the folder of kind cluster records: DIR/NAME/record.json beside the cluster's
@@ -153,7 +135,7 @@ func (g registry) add(name string, withSubnet bool) (record, error) {
 		}
 		used[r.PodSubnet] = true
 	}
-	start, err := procStart(os.Getpid())
+	start, err := pidfile.StartTime(os.Getpid())
 	if err != nil {
 		return record{}, err
 	}

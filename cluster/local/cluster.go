@@ -35,9 +35,9 @@ import (
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/coredns"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/images"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/kubelet"
-	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/pidfile"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/podnet"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/storage"
+	"github.com/gauntlet-dev/gauntlet/internal/pidfile"
 	"github.com/gauntlet-dev/gauntlet/internal/pki"
 )
 

@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/coredns"
-	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/pidfile"
+	"github.com/gauntlet-dev/gauntlet/internal/pidfile"
 )
 
 // envResolve turns the test binary, run as a pod (image gauntlet-test/incluster),

@@ -30,7 +30,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/controlplane"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/coredns"
-	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/pidfile"
+	"github.com/gauntlet-dev/gauntlet/internal/pidfile"
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 	"github.com/gauntlet-dev/gauntlet/internal/valkeykit"
 )

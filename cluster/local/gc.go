@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/container"
-	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/pidfile"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/podnet"
+	"github.com/gauntlet-dev/gauntlet/internal/pidfile"
 
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/mountinfo"
 )

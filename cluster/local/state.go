@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/pidfile"
+	"github.com/gauntlet-dev/gauntlet/internal/pidfile"
 )
 
 // EnvStateDir overrides the state root (default /var/lib/gauntlet).

@@ -33,7 +33,7 @@ func TestE2ENodeImageCluster(t *testing.T) {
 	testenv.NeedRoot(t)
 	opts, err := Options{Progress: testWriter{t}}.withDefaults()
 	if err != nil {
-		testenv.Skip(t, testenv.Kind, "%v", err)
+		testenv.Skip(t, testenv.Kind, "the node image's build options cannot be resolved (cache folder, inputs): %v", err)
 	}
 	if _, err := opts.binaries(); err != nil {
 		testenv.Skip(t, testenv.Kind, "the node image's inputs are not built (make kind-binaries controlplane coredns): %v", err)

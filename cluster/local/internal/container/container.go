@@ -26,7 +26,7 @@ import (
 	"github.com/moby/sys/reexec"
 
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/deathsig"
-	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/pidfile"
+	"github.com/gauntlet-dev/gauntlet/internal/pidfile"
 )
 
 // ErrExited is returned by operations that need a running process (Signal, Pause,

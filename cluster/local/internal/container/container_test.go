@@ -19,7 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/pidfile"
+	"github.com/gauntlet-dev/gauntlet/internal/pidfile"
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 )
 

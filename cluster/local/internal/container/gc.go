@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/mountinfo"
-	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/pidfile"
+	"github.com/gauntlet-dev/gauntlet/internal/pidfile"
 )
 
 // recordName is the file name of the PID record Start writes in Dir.

@@ -27,7 +27,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/deathsig"
-	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/pidfile"
+	"github.com/gauntlet-dev/gauntlet/internal/pidfile"
 	"github.com/gauntlet-dev/gauntlet/internal/pki"
 )
 

@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/deathsig"
-	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/pidfile"
+	"github.com/gauntlet-dev/gauntlet/internal/pidfile"
 )
 
 // ErrExited is reported when CoreDNS ends while the cluster runs.

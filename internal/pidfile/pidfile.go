@@ -31,7 +31,7 @@ func truncate(b []byte) []byte {
 
 // Write records pid in path (which should end in Suffix).
 func Write(path string, pid int) error {
-	st, err := startTime(pid)
+	st, err := StartTime(pid)
 	if err != nil {
 		return fmt.Errorf("pidfile: record %d: %w", pid, err)
 	}
@@ -60,7 +60,7 @@ func Alive(path string) (int, bool, error) {
 	if err1 != nil || err2 != nil {
 		return 0, false, fmt.Errorf("pidfile: %s: %w: %q", path, ErrNotRecord, truncate(b))
 	}
-	got, err := startTime(pid)
+	got, err := StartTime(pid)
 	if err != nil {
 		return pid, false, nil
 	}
@@ -138,8 +138,8 @@ func KillAll(root string, timeout time.Duration) (int, error) {
 	return killed, errors.Join(errs...)
 }
 
-// startTime reads field 22 of /proc/PID/stat (start time in clock ticks since boot).
-func startTime(pid int) (uint64, error) {
+// StartTime reads field 22 of /proc/PID/stat (start time in clock ticks since boot).
+func StartTime(pid int) (uint64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
