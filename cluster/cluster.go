@@ -33,6 +33,13 @@ type PodRef struct{ Namespace, Name string }
 
 func (p PodRef) String() string { return p.Namespace + "/" + p.Name }
 
+// HostKernel is the optional capability of a cluster whose nodes run on this machine's
+// kernel (kind's nodes are containers): what the kernel lacks (netem, for one) they lack.
+type HostKernel interface {
+	// SharesHostKernel reports whether the nodes run on this machine's kernel.
+	SharesHostKernel() bool
+}
+
 // ProcessFaults is the optional capability of a cluster whose back end injects
 // faults itself (the embedded cluster: process signals, API deletions and
 // nftables rules in pod network namespaces). Clusters without it need an

@@ -71,12 +71,14 @@ const (
 // container of a pod for a pause container (the processes restart when the fault
 // is removed) rather than freezing one process, so a PodFailure that names one
 // container of a multi-container pod is unsupported; Delay, Loss and Duration on
-// network faults are supported.
+// network faults are supported where the nodes' kernel has netem (WithoutNetem).
 type ChaosMesh struct {
 	c       client.Client
 	log     *slog.Logger
 	timeout time.Duration
 	poll    time.Duration
+	// noNetem, when set, says why Delay and Loss cannot be injected.
+	noNetem string
 }
 
 // ChaosMeshOption configures NewChaosMesh.
@@ -99,6 +101,14 @@ func WithChaosMeshTimeout(d time.Duration) ChaosMeshOption {
 			m.timeout = d
 		}
 	}
+}
+
+// WithoutNetem declares that the nodes' kernel has no netem queueing discipline, which
+// Chaos Mesh's delay and loss are made of (reason says why: Netem's answer): they leave
+// Capabilities and Inject refuses them with ErrUnsupported naming reason, instead of a
+// NetworkChaos that Chaos Mesh would never manage to inject.
+func WithoutNetem(reason string) ChaosMeshOption {
+	return func(m *ChaosMesh) { m.noNetem = reason }
 }
 
 // NewChaosMesh returns the Chaos Mesh back end for the cluster cfg reaches, after
@@ -201,8 +211,12 @@ var (
 	}
 )
 
-// Capabilities lists every kind: Chaos Mesh has an action for each.
+// Capabilities lists every kind Chaos Mesh has an action for, less Delay and Loss
+// without netem (WithoutNetem).
 func (m *ChaosMesh) Capabilities() []Kind {
+	if m.noNetem != "" {
+		return []Kind{ContainerCrash, PodKill, PodFailure, Partition, APIServerPartition}
+	}
 	return []Kind{ContainerCrash, PodKill, PodFailure, Partition, APIServerPartition, Delay, Loss}
 }
 
@@ -496,6 +510,9 @@ func (m *ChaosMesh) Inject(ctx context.Context, s Spec) error {
 	}
 	if _, err := objectFor(s.Kind); err != nil {
 		return err
+	}
+	if (s.Kind == Delay || s.Kind == Loss) && m.noNetem != "" {
+		return fmt.Errorf("faults: inject %s: %w: Chaos Mesh makes %s with the netem queueing discipline, and %s", Describe(s), ErrUnsupported, s.Kind, m.noNetem)
 	}
 	start := time.Now()
 	s, err := m.resolve(ctx, s)

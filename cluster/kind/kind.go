@@ -356,6 +356,9 @@ func (c *Cluster) Name() string { return c.name }
 // Kubeconfig is the path of the cluster's admin kubeconfig.
 func (c *Cluster) Kubeconfig() string { return c.kubeconfig }
 
+// SharesHostKernel reports true: kind's nodes are containers on this machine's kernel.
+func (c *Cluster) SharesHostKernel() bool { return true }
+
 // RESTConfig is a copy of the admin client configuration.
 func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.rest) }
 
