@@ -14,6 +14,8 @@ CERTMANAGER_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/cert-mana
 CERTMANAGER_DIR := $(CACHE_DIR)/cert-manager/$(CERTMANAGER_VERSION)
 CNPG_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/cloudnative-pg/cloudnative-pg"{print $$3}' build/cnpg/go.mod)
 CNPG_DIR := $(CACHE_DIR)/cnpg/$(CNPG_VERSION)
+CHAOSMESH_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/chaos-mesh/chaos-mesh"{print $$3}' build/chaosmesh/go.mod)
+CHAOSMESH_DIR := $(CACHE_DIR)/chaos-mesh/$(CHAOSMESH_VERSION)
 BIN := bin
 TEST_TIMEOUT ?= 60m
 # Packages tested at once. The end-to-end packages mostly wait (quiet windows, convergence), so
@@ -27,7 +29,7 @@ TEST_EVENTS ?= $(CACHE_DIR)/test-events.json
 export GAUNTLET_CACHE_DIR := $(CACHE_DIR)
 export GAUNTLET_OPERATOR_BINARY := $(CURDIR)/$(BIN)/valkey-operator
 
-.PHONY: all deps kind-deps kind-binaries kind-coredns kind-node-image tools controlplane coredns certmanager cnpg build demo test test-unit bench bench-bugs bench-campaign bench-inputgen vet fmt clean
+.PHONY: all deps kind-deps kind-binaries kind-coredns kind-node-image chaosmesh tools controlplane coredns certmanager cnpg build demo test test-unit bench bench-bugs bench-campaign bench-inputgen vet fmt clean
 
 all: build
 
@@ -72,6 +74,12 @@ kind-coredns:
 kind-node-image: kind-deps kind-binaries controlplane kind-coredns
 	@$(GO) build -o $(BIN)/gauntlet ./cmd/gauntlet
 	@$(BIN)/gauntlet kind node-image
+
+## chaosmesh: Chaos Mesh for the kind lane's faults — its controller manager and daemon built from the
+## pinned module, its Helm chart rendered by the pinned Helm (build/chaosmesh/build.sh), cached; the
+## kind back end assembles their images offline and installs them into each cluster
+chaosmesh:
+	@bash build/chaosmesh/build.sh "$(CHAOSMESH_DIR)"
 
 ## coredns: build CoreDNS (the embedded cluster's DNS) from its pinned module (cached)
 coredns:

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,6 +47,12 @@ type Options struct {
 	NodeImage string
 	// Images are assembled offline and loaded into every node (e.g. OperatorImage, ValkeyImage).
 	Images []Image
+	// ChaosMesh installs Chaos Mesh (the faults of campaigns on kind) from the build in
+	// ChaosMeshDir (default DefaultChaosMeshDir; `make chaosmesh`): its images assembled
+	// offline and loaded with Images, its rendered chart applied; Create returns once its
+	// webhooks answer.
+	ChaosMesh    bool
+	ChaosMeshDir string
 	// StateDir is the state root; clusters are recorded in StateDir/kind for GC (default
 	// $GAUNTLET_STATE_DIR, else /var/lib/gauntlet, as the embedded clusters').
 	StateDir string
@@ -165,6 +172,17 @@ func (p Provider) Create(ctx context.Context, name string) (cluster.Cluster, err
 	if err != nil {
 		return nil, err
 	}
+	var chaos *chaosMesh
+	if opts.ChaosMesh {
+		if chaos, err = loadChaosMesh(opts.ChaosMeshDir); err != nil {
+			return nil, err
+		}
+		imgs, err := chaos.images()
+		if err != nil {
+			return nil, err
+		}
+		opts.Images = append(slices.Clone(opts.Images), imgs...)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -279,6 +297,11 @@ func (p Provider) Create(ctx context.Context, name string) (cluster.Cluster, err
 		}
 		if err := ipRoute(ctx, "replace", c.rec.PodSubnet, ip); err != nil {
 			return fail(fmt.Errorf("kind: route %s to the pods of %s via its node %s (the monitors dial pod IPs from this host; Options.NoRoutes opts out): %w", c.rec.PodSubnet, name, ip, err))
+		}
+	}
+	if chaos != nil {
+		if err := chaos.install(ctx, c.rest, pauseImage(ctx, ns[0]), opts.WaitForReady, opts.Log); err != nil {
+			return fail(fmt.Errorf("kind: %s: %w", name, err))
 		}
 	}
 	if offline {

@@ -22,6 +22,9 @@ the alarm's signature still fires, and zero once it no longer does.`,
 			if err != nil {
 				return err
 			}
+			for _, st := range rep.Steps {
+				rf.faults = rf.faults || st.Fault != nil || len(st.Faults) > 0
+			}
 			t, p, err := rf.resolve(g, rep.Target)
 			if err != nil {
 				return err

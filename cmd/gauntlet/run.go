@@ -27,6 +27,8 @@ type runFlags struct {
 	stateDir string
 	backend  string
 	mapping  string
+	// faults is set by the command when it injects faults: on kind that needs Chaos Mesh.
+	faults bool
 }
 
 func (f *runFlags) add(cmd *cobra.Command) {
@@ -75,7 +77,8 @@ func (f *runFlags) resolve(g *globals, spec string) (*targets.Target, cluster.Pr
 		bin = filepath.Join(repo, "bin", "valkey-operator")
 	}
 	if f.backend == "kind" {
-		opts := kind.Options{StateDir: f.stateDir, Log: g.logger()}
+		// Faults on kind are Chaos Mesh's, installed offline into every cluster (make chaosmesh).
+		opts := kind.Options{StateDir: f.stateDir, Log: g.logger(), ChaosMesh: f.faults}
 		if t.Source == "builtin:valkey" {
 			// The bundled operator's image from the built binary, and the Valkey images its
 			// ValkeyClusters name, assembled offline and loaded into every node.
@@ -148,6 +151,7 @@ which, and --resume keeps the recorded plan.`,
 			if on {
 				cfg.Faults = &campaign.FaultOptions{Kinds: kinds, Every: faultEvery, Hold: faultHold}
 			}
+			rf.faults = on || resume != "" // a resumed journal may hold faults
 			if resume != "" && dryRun {
 				return errors.New("run: --dry-run plans a new campaign; a resumed one runs what its journal recorded")
 			}
