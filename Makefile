@@ -112,7 +112,10 @@ demo: deps controlplane coredns build
 ## test: every test, end-to-end ones included (needs root). In CI (CI=true) any skip not
 ## listed in .ci/allowed-skips fails the run (hack/skipcheck), and so does an
 ## end-to-end test whose environment is missing (internal/testenv).
-test: deps tools controlplane coredns certmanager cnpg build
+# The kind lane runs where a container engine answers (make kind-deps installs one): it needs
+# Chaos Mesh built for its faults.
+KIND_LANE := $(shell docker info >/dev/null 2>&1 && echo chaosmesh)
+test: deps tools controlplane coredns certmanager cnpg build $(KIND_LANE)
 	@echo "test: go vet" >&2
 	@$(GO) vet ./...
 	@echo "test: go test ./... (end-to-end tests start real clusters; this takes a few minutes)" >&2

@@ -70,7 +70,9 @@ func runSeededBug(ctx context.Context, t *testing.T, name string, minimize bool,
 // runBugCampaign runs the benchmark's campaign of the seeded bug name (its
 // first n test cases, its faults and example CRs) against the operator built
 // with the bug's patch, or, when patched is false, against the clean operator.
-func runBugCampaign(ctx context.Context, t *testing.T, name string, patched, minimize bool, n int) (campaign.Config, *campaign.Result, string) {
+// backend, when given, changes the campaign's configuration (its cluster provider) for the
+// operator binary it is given.
+func runBugCampaign(ctx context.Context, t *testing.T, name string, patched, minimize bool, n int, backend ...func(*campaign.Config, string)) (campaign.Config, *campaign.Result, string) {
 	t.Helper()
 	testenv.SkipShort(t)
 	testenv.NeedRoot(t)
@@ -114,6 +116,9 @@ func runBugCampaign(ctx context.Context, t *testing.T, name string, patched, min
 		t.Fatal(err)
 	}
 	bug.Apply(&cfg)
+	for _, b := range backend {
+		b(&cfg, bin)
+	}
 	cfg.NoMinimize = !minimize
 	res, err := campaign.Run(ctx, cfg)
 	if err != nil {

@@ -1,0 +1,151 @@
+package campaign_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gauntlet-dev/gauntlet/campaign"
+	"github.com/gauntlet-dev/gauntlet/cluster/kind"
+	"github.com/gauntlet-dev/gauntlet/cluster/kind/nodeimage"
+	"github.com/gauntlet-dev/gauntlet/internal/testenv"
+)
+
+// kindBugCase is the seeded bug the kind lane runs: its fault script partitions a replica,
+// then kills the primary's container — both through Chaos Mesh's daemon on kind.
+const kindBugCase = "07-failover-lowest-offset"
+
+// TestE2EKindSameVerdicts runs one seeded-bug campaign (kindBugCase, with its fault script)
+// against the patched and the clean operator, on kind clusters with Chaos Mesh injecting
+// the faults and on the embedded cluster with its own: the verdicts must be the same — the
+// bug caught by the oracle that catches it on the embedded cluster, the clean operator with
+// no alarm on either — and every fault must have been injected.
+func TestE2EKindSameVerdicts(t *testing.T) {
+	testenv.SkipShort(t)
+	needKindLane(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	type verdict struct {
+		oracles []string // of the bug alarm groups
+		faults  int      // injected
+		took    time.Duration
+	}
+	var mu sync.Mutex
+	got := map[string]verdict{}
+	run := func(t *testing.T, backend string, patched bool) {
+		var opts []func(*campaign.Config, string)
+		if backend == "kind" {
+			opts = append(opts, onKind(t))
+		}
+		start := time.Now()
+		_, res, _ := runBugCampaign(ctx, t, kindBugCase, patched, false, 1, opts...)
+		v := verdict{took: time.Since(start)}
+		for _, g := range res.Groups {
+			t.Logf("%s: alarm %s %s: %s (steps %v, misoperation %v)", backend, g.Oracle, g.Signature, g.Summary, g.Steps, g.Misoperation)
+			if g.Oracle == "fault" {
+				t.Errorf("%s: a fault was not injected: %s", backend, g.Summary)
+			}
+			if !g.Misoperation && !slices.Contains(v.oracles, g.Oracle) {
+				v.oracles = append(v.oracles, g.Oracle)
+			}
+		}
+		sort.Strings(v.oracles)
+		for _, s := range res.Steps {
+			for _, f := range s.Faults {
+				if f.Unsupported != "" {
+					t.Errorf("%s: %s unsupported: %s", backend, f.Kind, f.Unsupported)
+				} else {
+					v.faults++
+				}
+			}
+		}
+		mu.Lock()
+		got[backend+map[bool]string{true: "/bug", false: "/clean"}[patched]] = v
+		mu.Unlock()
+	}
+	for _, backend := range []string{"kind", "embedded"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel() // the two back ends side by side; each runs the bug, then the clean operator
+			t.Run("bug", func(t *testing.T) { run(t, backend, true) })
+			t.Run("clean", func(t *testing.T) { run(t, backend, false) })
+		})
+	}
+	t.Cleanup(func() {
+		for _, k := range []string{"kind/bug", "embedded/bug", "kind/clean", "embedded/clean"} {
+			t.Logf("%-15s bug alarms from %v, %d faults injected, %s", k, got[k].oracles, got[k].faults, got[k].took.Round(time.Second))
+		}
+		for _, k := range []string{"kind/bug", "embedded/bug"} {
+			if v, ok := got[k]; ok && !slices.ContainsFunc(v.oracles, func(o string) bool { return o == "durability" || o == "system-state" }) {
+				t.Errorf("%s: seeded bug %s not caught by durability or system-state (alarms from %v)", k, kindBugCase, v.oracles)
+			}
+		}
+		for _, k := range []string{"kind/clean", "embedded/clean"} {
+			if v, ok := got[k]; ok && len(v.oracles) > 0 {
+				t.Errorf("%s: the clean operator raised alarms from %v", k, v.oracles)
+			}
+		}
+		for _, k := range []string{"bug", "clean"} {
+			a, okA := got["kind/"+k]
+			b, okB := got["embedded/"+k]
+			if okA && okB && !slices.Equal(a.oracles, b.oracles) {
+				t.Errorf("%s: kind's verdict (alarms from %v) differs from the embedded cluster's (%v)", k, a.oracles, b.oracles)
+			}
+			if okA && a.faults == 0 {
+				t.Errorf("kind/%s: no fault was injected", k)
+			}
+		}
+	})
+}
+
+// needKindLane skips (the kind lane's allowed skip) unless kind can run here: a container
+// engine answers and the offline node image is built or can be; and fails when Chaos
+// Mesh is not built (make test builds it where an engine answers).
+func needKindLane(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	if err := kind.Available(ctx); err != nil {
+		if !errors.Is(err, kind.ErrNoEngine) {
+			t.Fatalf("kind.Available returned %v, which is not kind.ErrNoEngine", err)
+		}
+		testenv.Skip(t, testenv.Kind, "no container engine on this machine, kind cannot run: %v", err)
+	}
+	testenv.NeedRoot(t)
+	if _, err := nodeimage.Build(ctx, nodeimage.Options{}); err != nil {
+		if strings.Contains(err.Error(), "is missing: run `make") || strings.Contains(err.Error(), "no CoreDNS build") {
+			testenv.Skip(t, testenv.Kind, "the offline node image cannot be built, its inputs are not (make kind-binaries controlplane kind-coredns): %v", err)
+		}
+		t.Fatalf("node image: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(kind.DefaultChaosMeshDir(), "chaos-mesh.yaml")); err != nil {
+		testenv.Unavailable(t, "%v (%v)", kind.ErrNoChaosMesh, err)
+	}
+}
+
+// onKind runs the campaign on kind clusters: the operator's image assembled offline from
+// the binary the campaign was given, with the Valkey images, and Chaos Mesh installed.
+func onKind(t *testing.T) func(*campaign.Config, string) {
+	return func(cfg *campaign.Config, bin string) {
+		imgs, err := kind.BundledValkeyImages(cfg.Target.Operator.Image, bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Provider = kind.Provider{Options: kind.Options{Images: imgs, ChaosMesh: true,
+			Log: slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))}}
+	}
+}
+
+// testLogWriter sends log lines to t.Log.
+type testLogWriter struct{ t *testing.T }
+
+func (w testLogWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
