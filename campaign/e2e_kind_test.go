@@ -71,14 +71,16 @@ func TestE2EKindSameVerdicts(t *testing.T) {
 		got[backend+map[bool]string{true: "/bug", false: "/clean"}[patched]] = v
 		mu.Unlock()
 	}
-	for _, backend := range []string{"kind", "embedded"} {
-		t.Run(backend, func(t *testing.T) {
-			t.Parallel() // the two back ends side by side; each runs the bug, then the clean operator
-			t.Run("bug", func(t *testing.T) { run(t, backend, true) })
-			t.Run("clean", func(t *testing.T) { run(t, backend, false) })
-		})
-	}
-	t.Cleanup(func() {
+	t.Run("backends", func(t *testing.T) { // returns once both parallel back ends are done
+		for _, backend := range []string{"kind", "embedded"} {
+			t.Run(backend, func(t *testing.T) {
+				t.Parallel() // the two back ends side by side; each runs the bug, then the clean operator
+				t.Run("bug", func(t *testing.T) { run(t, backend, true) })
+				t.Run("clean", func(t *testing.T) { run(t, backend, false) })
+			})
+		}
+	})
+	{
 		for _, k := range []string{"kind/bug", "embedded/bug", "kind/clean", "embedded/clean"} {
 			t.Logf("%-15s bug alarms from %v, %d faults injected, %s", k, got[k].oracles, got[k].faults, got[k].took.Round(time.Second))
 		}
@@ -102,7 +104,7 @@ func TestE2EKindSameVerdicts(t *testing.T) {
 				t.Errorf("kind/%s: no fault was injected", k)
 			}
 		}
-	})
+	}
 }
 
 // needKindLane skips (the kind lane's allowed skip) unless kind can run here: a container

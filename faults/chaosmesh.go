@@ -542,7 +542,8 @@ func (m *ChaosMesh) Inject(ctx context.Context, s Spec) error {
 		return fmt.Errorf("faults: inject %s: create %s: %w", Describe(s), ref, err)
 	}
 	want := map[string]int{".": len(uniq(s.Pods))}
-	if s.Kind != APIServerPartition && len(s.Peers) > 0 {
+	if _, net := networkChaosActions[s.Kind]; net && s.Kind != APIServerPartition && len(s.Peers) > 0 {
+		// Only a NetworkChaos has a target selector; a PodChaos ignores Peers.
 		want[".Target"] = len(uniq(s.Peers))
 	}
 	if err := m.waitInjected(ctx, obj, want); err != nil {

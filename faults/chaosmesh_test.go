@@ -703,6 +703,17 @@ func TestChaosMeshInjectRemove(t *testing.T) {
 			},
 		},
 		{
+			// The campaign names a victim's peers for every kind; a PodChaos has no target
+			// selector, so none is waited for (seen on kind: "selected 0 of the 2 targets").
+			name: "container-kill with peers", oneShot: true,
+			spec: Spec{Kind: ContainerCrash, Name: "crash", Namespace: "shop", Pods: []string{"v-0"}, Peers: []string{"v-1", "v-2"}},
+			check: func(t *testing.T, o client.Object) {
+				if pc := o.(*v1alpha1.PodChaos); pc.Spec.Action != v1alpha1.ContainerKillAction {
+					t.Errorf("spec %s", asJSON(pc.Spec))
+				}
+			},
+		},
+		{
 			name: "container-kill of a named container", oneShot: true,
 			spec: Spec{Kind: ContainerCrash, Name: "crash", Namespace: "shop", Pods: []string{"v-0"}, Container: "exporter"},
 			check: func(t *testing.T, o client.Object) {
