@@ -2,10 +2,7 @@ package campaign_test
 
 import (
 	"context"
-	"errors"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -15,7 +12,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/campaign"
 	"github.com/gauntlet-dev/gauntlet/cluster/kind"
-	"github.com/gauntlet-dev/gauntlet/cluster/kind/nodeimage"
+	"github.com/gauntlet-dev/gauntlet/cluster/kind/kindtest"
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 )
 
@@ -30,7 +27,7 @@ const kindBugCase = "07-failover-lowest-offset"
 // no alarm on either — and every fault must have been injected.
 func TestE2EKindSameVerdicts(t *testing.T) {
 	testenv.SkipShort(t)
-	needKindLane(t)
+	kindtest.NeedLane(t, true)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	type verdict struct {
@@ -104,30 +101,6 @@ func TestE2EKindSameVerdicts(t *testing.T) {
 				t.Errorf("kind/%s: no fault was injected", k)
 			}
 		}
-	}
-}
-
-// needKindLane skips (the kind lane's allowed skip) unless kind can run here: a container
-// engine answers and the offline node image is built or can be; and fails when Chaos
-// Mesh is not built (make test builds it where an engine answers).
-func needKindLane(t *testing.T) {
-	t.Helper()
-	ctx := context.Background()
-	if err := kind.Available(ctx); err != nil {
-		if !errors.Is(err, kind.ErrNoEngine) {
-			t.Fatalf("kind.Available returned %v, which is not kind.ErrNoEngine", err)
-		}
-		testenv.Skip(t, testenv.Kind, "no container engine on this machine, kind cannot run: %v", err)
-	}
-	testenv.NeedRoot(t)
-	if _, err := nodeimage.Build(ctx, nodeimage.Options{}); err != nil {
-		if strings.Contains(err.Error(), "is missing: run `make") || strings.Contains(err.Error(), "no CoreDNS build") {
-			testenv.Skip(t, testenv.Kind, "the offline node image cannot be built, its inputs are not (make kind-binaries controlplane kind-coredns): %v", err)
-		}
-		t.Fatalf("node image: %v", err)
-	}
-	if _, err := os.Stat(filepath.Join(kind.DefaultChaosMeshDir(), "chaos-mesh.yaml")); err != nil {
-		testenv.Unavailable(t, "%v (%v)", kind.ErrNoChaosMesh, err)
 	}
 }
 

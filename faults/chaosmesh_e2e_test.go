@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/gauntlet-dev/gauntlet/cluster/kind"
-	"github.com/gauntlet-dev/gauntlet/cluster/kind/nodeimage"
+	"github.com/gauntlet-dev/gauntlet/cluster/kind/kindtest"
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 )
 
@@ -33,28 +33,13 @@ import (
 func TestE2EChaosMesh(t *testing.T) {
 	testenv.SkipShort(t)
 	ctx := context.Background()
-	if err := kind.Available(ctx); err != nil {
-		if !errors.Is(err, kind.ErrNoEngine) {
-			t.Fatalf("kind.Available returned %v, which is not kind.ErrNoEngine", err)
-		}
-		testenv.Skip(t, testenv.Kind, "no container engine here, so no kind cluster to run Chaos Mesh in: %v", err)
-	}
-	testenv.NeedRoot(t)
-	if _, err := nodeimage.Build(ctx, nodeimage.Options{}); err != nil {
-		if strings.Contains(err.Error(), "is missing: run `make") || strings.Contains(err.Error(), "no CoreDNS build") {
-			testenv.Skip(t, testenv.Kind, "the offline node image cannot be built, its inputs are not (make kind-binaries controlplane kind-coredns): %v", err)
-		}
-		t.Fatalf("node image: %v", err)
-	}
+	kindtest.NeedLane(t, true)
 	img, err := kind.ValkeyImage(testImage)
 	if err != nil {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	c, err := kind.Provider{Options: kind.Options{Images: []kind.Image{img}, ChaosMesh: true, Log: log}}.Create(ctx, "gauntlet-faults-e2e")
-	if errors.Is(err, kind.ErrNoChaosMesh) {
-		testenv.Skip(t, testenv.Kind, "Chaos Mesh is not built for the kind lane: %v", err)
-	}
 	if err != nil {
 		t.Fatal(err)
 	}
