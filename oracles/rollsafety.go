@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/gauntlet-dev/gauntlet/model"
 )
@@ -21,10 +22,18 @@ const NameRollSafety = "roll-safety"
 // sync two at a time; out of sync is unreachable, or a replica whose link to its
 // primary is down. Members that join during the step (a scale-up) and members
 // removed by it are not counted, and re-creation steps are not judged (they
-// replace every server at once by design).
+// replace every server at once by design). A reachable replica whose link is down
+// because it now follows another primary than when it was last in sync is
+// re-attaching after a switchover, which every replica does at once by design: it
+// is not counted for repointGrace after its first such reading (a primary restarted
+// under its replicas leaves them following the same address, and counts).
 //
 // Create it with NewRollSafety.
 type RollSafety struct{}
+
+// repointGrace bounds how long a replica re-attaching to a new primary is not counted
+// as out of service.
+const repointGrace = 5 * time.Second
 
 // NewRollSafety returns the roll-safety oracle.
 func NewRollSafety(Config) *RollSafety { return &RollSafety{} }
@@ -65,10 +74,25 @@ func (*RollSafety) Check(ctx context.Context, t *model.Transition) []model.Findi
 		}
 	}
 	steady := map[string]bool{}
+	// synced is what each member followed when last in sync; repointed when a replica was
+	// first seen re-attaching to another primary.
+	synced := map[string]string{}
+	repointed := map[string]time.Time{}
 	for _, m := range start.Members {
 		if inSync(m) && (kept == nil || kept[m.Pod]) {
 			steady[m.Pod] = true
+			synced[m.Pod] = m.Follows
 		}
+	}
+	reattaching := func(m model.Member, at time.Time) bool {
+		if !m.Reachable || m.Role != model.RoleReplica || m.LinkUp || m.Follows == "" || m.Follows == synced[m.Pod] {
+			return false
+		}
+		first, ok := repointed[m.Pod]
+		if !ok {
+			repointed[m.Pod], first = at, at
+		}
+		return at.Sub(first) <= repointGrace
 	}
 	if len(steady) < 3 {
 		// With two servers, one out of sync is all there can be.
@@ -79,7 +103,11 @@ func (*RollSafety) Check(ctx context.Context, t *model.Transition) []model.Findi
 		var out []string
 		var ev []model.Evidence
 		for _, m := range smp.Members {
-			if !steady[m.Pod] || inSync(m) || monitorLockedOut(m) {
+			if steady[m.Pod] && inSync(m) {
+				synced[m.Pod] = m.Follows
+				delete(repointed, m.Pod)
+			}
+			if !steady[m.Pod] || inSync(m) || monitorLockedOut(m) || reattaching(m, smp.Taken) {
 				continue
 			}
 			out = append(out, m.Pod)
