@@ -124,6 +124,25 @@ func (r *runner) differential(ctx context.Context, envs []*env, recs []Record) e
 // seedOf is the seed desired state (the base every worker started from).
 func (r *runner) seedOf(*StepRecord) model.Object { return r.base }
 
+// judgesOf are the oracles that judge a transition recorded by judgeOnly. A differential
+// step's Curr is S(i) of the history, judged when it was recorded, with no state before
+// it here: its new evidence is the reference run, which the differential oracle compares.
+// Other oracles would judge S(i) again without its predecessor — the health oracle then
+// counted every restart S(i) held since the campaign began (one excused by the fault that
+// caused it) as new.
+func judgesOf(kind model.StepKind, all []oracles.Oracle) []oracles.Oracle {
+	if kind != model.StepDifferential {
+		return all
+	}
+	var out []oracles.Oracle
+	for _, o := range all {
+		if o.Name() == oracles.NameDifferential {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
 // judgeOnly records a transition whose current state is already known (the history's S(i)).
 func (r *runner) judgeOnly(ctx context.Context, in stepInput, curr *model.Snapshot) (*StepRecord, error) {
 	rec := &StepRecord{Step: model.Step{Worker: in.worker, Index: in.index, Kind: in.kind, TestCase: in.testCase, Misoperation: in.misop,
@@ -133,7 +152,10 @@ func (r *runner) judgeOnly(ctx context.Context, in stepInput, curr *model.Snapsh
 		masks = append(slices.Clone(masks), r.target.DifferentialMasks...)
 	}
 	tr := &model.Transition{Step: &rec.Step, PrevDesired: in.prevDesired, Desired: in.desired, Curr: curr, Reference: in.reference, Masks: masks}
-	rec.Findings = r.runOracles(ctx, tr, in.misop)
+	rec.Findings = oracles.Run(ctx, judgesOf(in.kind, r.oracles), tr)
+	for i := range rec.Findings {
+		rec.Findings[i].Misoperation = in.misop
+	}
 	rel := filepath.Join("steps", fmt.Sprintf("w%d", in.worker), fmt.Sprintf("s%d", in.index))
 	rec.Snapshot = filepath.ToSlash(rel)
 	if err := writeStepFiles(filepath.Join(r.dir, rel), rec, in.reference); err != nil {
