@@ -12,6 +12,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gauntlet-dev/gauntlet/cluster/local"
@@ -140,6 +141,28 @@ func TestE2EApplyEmptyObject(t *testing.T) {
 		spec, _ := live["spec"].(map[string]any)
 		if got, ok := spec["auth"].(map[string]any); !ok || !reflect.DeepEqual(got, auth) {
 			t.Fatalf("step %d: spec.auth is %#v, want %#v", i, spec["auth"], auth)
+		}
+	}
+}
+
+// Snapshots and quiet windows follow the operator's objects, not the fault tool's.
+func TestWatchedResources(t *testing.T) {
+	lw := []string{"list", "watch", "get"}
+	for _, c := range []struct {
+		gv   schema.GroupVersion
+		r    metav1.APIResource
+		want bool
+	}{
+		{schema.GroupVersion{Version: "v1"}, metav1.APIResource{Name: "pods", Verbs: lw}, true},
+		{schema.GroupVersion{Group: "apps", Version: "v1"}, metav1.APIResource{Name: "statefulsets", Verbs: lw}, true},
+		{schema.GroupVersion{Group: "chaos-mesh.org", Version: "v1alpha1"}, metav1.APIResource{Name: "podnetworkchaos", Verbs: lw}, false},
+		{schema.GroupVersion{Group: "chaos-mesh.org", Version: "v1alpha1"}, metav1.APIResource{Name: "networkchaos", Verbs: lw}, false},
+		{schema.GroupVersion{Version: "v1"}, metav1.APIResource{Name: "events", Verbs: lw}, false},
+		{schema.GroupVersion{Version: "v1"}, metav1.APIResource{Name: "pods/log", Verbs: lw}, false},
+		{schema.GroupVersion{Version: "v1"}, metav1.APIResource{Name: "bindings", Verbs: []string{"create"}}, false},
+	} {
+		if got := watched(c.gv, c.r); got != c.want {
+			t.Errorf("watched(%s, %s) = %v, want %v", c.gv, c.r.Name, got, c.want)
 		}
 	}
 }
