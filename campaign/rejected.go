@@ -438,6 +438,47 @@ func unpullable(d model.Object, changed []string, snap *model.Snapshot) string {
 	return ""
 }
 
+// nodeRefused says why a desired state is a misoperation when the test cluster's nodes
+// refuse to run its pods for lack of a feature a field the step set asks for: the kubelet
+// rejects such a pod at admission with the reason <Field>NotSupported (seen on kind, whose
+// node runs Debian's containerd 1.6: "SupplementalGroupsPolicy=Strict is not supported in
+// this node", 1,025 rejections as the StatefulSet re-created the pod). A limit of the test
+// environment, not the operator's doing. Empty when the snapshot's events show none.
+func nodeRefused(d model.Object, changed []string, snap *model.Snapshot) string {
+	if snap == nil {
+		return ""
+	}
+	fields := map[string]bool{}
+	for _, p := range changed {
+		fields[strings.ToLower(p[strings.LastIndexByte(p, '.')+1:])] = true
+		v, _ := valueAt(d, p)
+		collectKeys(v, fields)
+	}
+	for _, e := range snap.Events {
+		field, ok := strings.CutSuffix(e.Reason, "NotSupported")
+		if !ok || !fields[strings.ToLower(field)] || !strings.Contains(e.Object, "/Pod/") {
+			continue
+		}
+		return fmt.Sprintf("the test cluster's node refuses the pods this state asks for: %s (%s, %s)", e.Message, e.Reason, e.Object)
+	}
+	return ""
+}
+
+// collectKeys adds every map key under v, lowercased, to keys.
+func collectKeys(v any, keys map[string]bool) {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, c := range t {
+			keys[strings.ToLower(k)] = true
+			collectKeys(c, keys)
+		}
+	case []any:
+		for _, c := range t {
+			collectKeys(c, keys)
+		}
+	}
+}
+
 // misopMarker separates a test case's description from the reason inputgen
 // labelled it a misoperation.
 const misopMarker = " — a misoperation: "

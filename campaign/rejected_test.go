@@ -217,3 +217,25 @@ func TestUserChangeOverDataLog(t *testing.T) {
 		t.Fatalf("no change of user: %q", got)
 	}
 }
+
+// TestNodeRefused: kind's node (containerd 1.6) refuses supplementalGroupsPolicy Strict at
+// admission, seed 7: a limit of the test cluster, not the operator's doing.
+func TestNodeRefused(t *testing.T) {
+	snap := &model.Snapshot{Events: []model.Event{
+		{Reason: "Scheduled", Message: "Successfully assigned g0-w0-1/cache-2 to node", Object: "/v1/Pod/g0-w0-1/cache-2"},
+		{Reason: "SupplementalGroupsPolicyNotSupported", Message: "SupplementalGroupsPolicy=Strict is not supported in this node", Object: "/v1/Pod/g0-w0-1/cache-2", Count: 1025},
+	}}
+	d := model.Object{"spec": map[string]any{"podSecurityContext": map[string]any{"fsGroupChangePolicy": "Always", "supplementalGroupsPolicy": "Strict"}}}
+	if got := nodeRefused(d, []string{"spec.podSecurityContext"}, snap); !strings.Contains(got, "not supported in this node") {
+		t.Errorf("a security context the node cannot honour: %q", got)
+	}
+	if got := nodeRefused(d, []string{"spec.podSecurityContext.supplementalGroupsPolicy"}, snap); got == "" {
+		t.Error("the field itself as the changed path: not recognised")
+	}
+	if got := nodeRefused(model.Object{"spec": map[string]any{"replicas": int64(4)}}, []string{"spec.replicas"}, snap); got != "" {
+		t.Errorf("a change the refusal is not about: %q", got)
+	}
+	if got := nodeRefused(d, []string{"spec.podSecurityContext"}, &model.Snapshot{Events: snap.Events[:1]}); got != "" {
+		t.Errorf("no refusal event: %q", got)
+	}
+}

@@ -411,6 +411,9 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 		if why == "" {
 			why = unpullable(in.desired, in.changed, snap)
 		}
+		if why == "" {
+			why = nodeRefused(in.desired, in.changed, snap)
+		}
 		if why != "" {
 			in.misop = true
 			rec.Misoperation, rec.MisoperationReason = true, why
