@@ -100,9 +100,9 @@ func Kill(path string, timeout time.Duration) error {
 	return nil
 }
 
-// KillAll kills every recorded process under root (see Kill) and returns the
-// number of live processes it killed.
-func KillAll(root string, timeout time.Duration) (int, error) {
+// Find lists the files under root whose name match accepts; folders that vanish or
+// cannot be read while it walks are passed over, and a missing root is no error.
+func Find(root string, match func(name string) bool) ([]string, error) {
 	var paths []string
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -111,13 +111,23 @@ func KillAll(root string, timeout time.Duration) (int, error) {
 			}
 			return err
 		}
-		if !d.IsDir() && strings.HasSuffix(p, Suffix) {
+		if !d.IsDir() && match(d.Name()) {
 			paths = append(paths, p)
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return 0, fmt.Errorf("pidfile: walk %s: %w", root, err)
+		return nil, fmt.Errorf("pidfile: walk %s: %w", root, err)
+	}
+	return paths, nil
+}
+
+// KillAll kills every recorded process under root (see Kill) and returns the
+// number of live processes it killed.
+func KillAll(root string, timeout time.Duration) (int, error) {
+	paths, err := Find(root, func(name string) bool { return strings.HasSuffix(name, Suffix) })
+	if err != nil {
+		return 0, err
 	}
 	killed := 0
 	var errs []error

@@ -24,21 +24,9 @@ const recordName = "container" + pidfile.Suffix
 // records. It is the clean-up after a crashed harness; it returns the number of
 // live containers it killed.
 func KillRecorded(root string, timeout time.Duration) (int, error) {
-	var records []string
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
-				return nil
-			}
-			return err
-		}
-		if !d.IsDir() && d.Name() == recordName {
-			records = append(records, path)
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return 0, fmt.Errorf("container: find PID records under %s: %w", root, err)
+	records, err := pidfile.Find(root, func(name string) bool { return name == recordName })
+	if err != nil {
+		return 0, fmt.Errorf("container: find PID records: %w", err)
 	}
 	killed := 0
 	var errs []error
