@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
-	"time"
+
+	"github.com/gauntlet-dev/gauntlet/internal/binprobe"
 )
 
 // Version is the Kubernetes release the embedded cluster is built and tested with.
@@ -54,6 +54,9 @@ func CacheDir() string {
 	}
 	return filepath.Join(base, "gauntlet")
 }
+
+// ProbeDir caches binaries' answers to --version (internal/binprobe).
+func ProbeDir() string { return filepath.Join(CacheDir(), "probes") }
 
 // DefaultBinDir is the cache folder of the pinned build of Version.
 func DefaultBinDir() string { return filepath.Join(CacheDir(), "controlplane", Version) }
@@ -108,8 +111,10 @@ var (
 	etcdVersionRE = regexp.MustCompile(`etcd Version: (\d+)\.(\d+)\.`)
 )
 
-// checkVersions runs each program's --version in parallel.
+// checkVersions runs each program's --version in parallel (answers cached per
+// binary file in the cache folder's probes/).
 func (b Binaries) checkVersions(ctx context.Context) error {
+	probe := binprobe.Prober{Dir: ProbeDir()}
 	want := kubeVersionRE.FindStringSubmatch("Kubernetes " + Version + ".")
 	checks := []struct {
 		path string
@@ -128,18 +133,16 @@ func (b Binaries) checkVersions(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-			defer cancel()
-			out, err := exec.CommandContext(cctx, c.path, "--version").CombinedOutput()
+			out, err := probe.Output(ctx, c.path, "--version")
 			if err != nil {
 				errs[i] = fmt.Errorf("%w: %s --version failed (%v): %s; rebuild it with `make controlplane` or point %s at a working folder",
-					ErrBinaryVersion, c.path, err, strings.TrimSpace(string(out)), EnvBinDir)
+					ErrBinaryVersion, c.path, err, strings.TrimSpace(out), EnvBinDir)
 				return
 			}
-			m := c.re.FindStringSubmatch(string(out))
+			m := c.re.FindStringSubmatch(out)
 			if m == nil || !c.ok(m) {
 				errs[i] = fmt.Errorf("%w: %s reports %q, want %s; remove it or rebuild the pinned control plane with `make controlplane`",
-					ErrBinaryVersion, c.path, strings.TrimSpace(string(out)), c.want)
+					ErrBinaryVersion, c.path, strings.TrimSpace(out), c.want)
 			}
 		}()
 	}

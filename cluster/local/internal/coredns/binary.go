@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/controlplane"
+	"github.com/gauntlet-dev/gauntlet/internal/binprobe"
 )
 
 // Version is the CoreDNS release `make coredns` builds (build/coredns/go.mod):
@@ -65,15 +64,14 @@ var versionRE = regexp.MustCompile(`CoreDNS-(\d+)\.(\d+)\.`)
 
 // checkBinary runs `coredns -version` and `coredns -plugins`.
 func checkBinary(ctx context.Context, path string) error {
+	probe := binprobe.Prober{Dir: controlplane.ProbeDir()}
 	run := func(arg string) (string, error) {
-		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		defer cancel()
-		out, err := exec.CommandContext(cctx, path, arg).CombinedOutput()
+		out, err := probe.Output(ctx, path, arg)
 		if err != nil {
 			return "", fmt.Errorf("%w: %s %s failed (%v): %s; rebuild it with `make coredns` or point %s at a working binary",
-				ErrBinaryUnfit, path, arg, err, strings.TrimSpace(string(out)), EnvBin)
+				ErrBinaryUnfit, path, arg, err, strings.TrimSpace(out), EnvBin)
 		}
-		return string(out), nil
+		return out, nil
 	}
 	out, err := run("-version")
 	if err != nil {
