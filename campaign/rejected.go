@@ -496,3 +496,25 @@ func designedCause(tc *inputgen.TestCase) string {
 	}
 	return fmt.Sprintf("%s on %s is a misoperation by design", tc.Generator, tc.Property)
 }
+
+// misoperationWhy runs the misoperation rules in order and returns the first
+// reason found. On a step that timed out only envLimits run — the rules that
+// recognise a limit of the test environment (an image it cannot run, a node
+// feature it lacks), which no operator could overcome by any wait: a timeout
+// is otherwise the operator's to answer for (seeded bug 03's beyond-capacity
+// step times out and must stay an alarm, so unplaceable is not among them).
+func misoperationWhy(timedOut bool, rules, envLimits []func() string) string {
+	if !timedOut {
+		for _, r := range rules {
+			if why := r(); why != "" {
+				return why
+			}
+		}
+	}
+	for _, r := range envLimits {
+		if why := r(); why != "" {
+			return why
+		}
+	}
+	return ""
+}

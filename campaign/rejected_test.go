@@ -239,3 +239,27 @@ func TestNodeRefused(t *testing.T) {
 		t.Errorf("no refusal event: %q", got)
 	}
 }
+
+func TestMisoperationWhyTimedOut(t *testing.T) {
+	var ran []string
+	rule := func(name, why string) func() string {
+		return func() string { ran = append(ran, name); return why }
+	}
+	// A converged (or stuck) step: every rule, in order, the first reason wins.
+	got := misoperationWhy(false, []func() string{rule("rejected", ""), rule("unplaceable", "cannot place")},
+		[]func() string{rule("nodeRefused", "node refuses")})
+	if got != "cannot place" || strings.Join(ran, ",") != "rejected,unplaceable" {
+		t.Fatalf("converged: %q after %v, want the operator rules first", got, ran)
+	}
+	// A timed-out step: only the test environment's limits relabel it.
+	ran = nil
+	got = misoperationWhy(true, []func() string{rule("unplaceable", "cannot place")},
+		[]func() string{rule("unpullable", ""), rule("nodeRefused", "node refuses")})
+	if got != "node refuses" || strings.Join(ran, ",") != "unpullable,nodeRefused" {
+		t.Fatalf("timed out: %q after %v, want only the environment rules", got, ran)
+	}
+	ran = nil
+	if got := misoperationWhy(true, []func() string{rule("unplaceable", "cannot place")}, nil); got != "" || len(ran) != 0 {
+		t.Fatalf("timed out, beyond capacity: %q after %v, want an alarm (no reason)", got, ran)
+	}
+}

@@ -393,27 +393,22 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 			rec.Availability = &AvailabilityFigure{Rate: rate, Requests: n}
 		}
 	}
-	if !in.misop && (err == nil || rec.Stuck) && len(findings) > 0 && in.kind != model.StepSeed {
-		// An input the operator validates and refuses, keeping the previous
-		// state, is a misoperation it caught, not an inconsistency.
-		why := operatorRejected(snap.CRObject(), in.desired, in.changed)
-		if why == "" {
-			why = userChangeOverData(in.prevDesired, in.desired, in.changed, snap, func(pod, container string) string {
-				return s.previousLog(ctx, pod, container)
-			})
-		}
-		if why == "" {
-			why = rootRefused(in.prevDesired, in.desired, in.changed, snap)
-		}
-		if why == "" {
-			why = unplaceable(in.prevDesired, in.desired, in.changed, snap)
-		}
-		if why == "" {
-			why = unpullable(in.desired, in.changed, snap)
-		}
-		if why == "" {
-			why = nodeRefused(in.desired, in.changed, snap)
-		}
+	if !in.misop && (err == nil || rec.Stuck || rec.TimedOut) && len(findings) > 0 && in.kind != model.StepSeed {
+		why := misoperationWhy(rec.TimedOut, []func() string{
+			// An input the operator validates and refuses, keeping the previous
+			// state, is a misoperation it caught, not an inconsistency.
+			func() string { return operatorRejected(snap.CRObject(), in.desired, in.changed) },
+			func() string {
+				return userChangeOverData(in.prevDesired, in.desired, in.changed, snap, func(pod, container string) string {
+					return s.previousLog(ctx, pod, container)
+				})
+			},
+			func() string { return rootRefused(in.prevDesired, in.desired, in.changed, snap) },
+			func() string { return unplaceable(in.prevDesired, in.desired, in.changed, snap) },
+		}, []func() string{
+			func() string { return unpullable(in.desired, in.changed, snap) },
+			func() string { return nodeRefused(in.desired, in.changed, snap) },
+		})
 		if why != "" {
 			in.misop = true
 			rec.Misoperation, rec.MisoperationReason = true, why
