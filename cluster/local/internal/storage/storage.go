@@ -2,7 +2,12 @@
 // StorageClass whose claims become host folders under the cluster's state folder,
 // exposed as hostPath PersistentVolumes (every node runs on this host, so a volume
 // is reachable from any node and its data survives pod deletion and re-creation).
-// The provisioning protocol itself is sig-storage-lib-external-provisioner's.
+// The provisioner follows the protocol of Kubernetes' external provisioners
+// (see provision.go) without using sig-storage-lib-external-provisioner: that
+// library registers core/v1 in client-go's global scheme each time its
+// controller is constructed, so in a process hosting several clusters one
+// cluster's construction writes the scheme while another cluster's informers
+// read it, and the process crashes (concurrent map read and map write).
 //
 // The class allows volume expansion, and the package's resizer plays the parts
 // CSI's external-resizer and the kubelet's filesystem expansion play on a real
@@ -26,7 +31,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/sig-storage-lib-external-provisioner/v13/controller"
 )
 
 // ProvisionerName is the provisioner field of the default StorageClass.
@@ -48,11 +52,6 @@ type Config struct {
 	Capacity resource.Quantity
 	// Log receives provisioning decisions.
 	Log *slog.Logger
-}
-
-type provisioner struct {
-	cfg    Config
-	client kubernetes.Interface
 }
 
 // EnsureClass creates the default StorageClass if it does not exist, with
@@ -95,7 +94,8 @@ func EnsureClass(ctx context.Context, client kubernetes.Interface) error {
 	return nil
 }
 
-// Run provisions and resizes volumes until ctx is done.
+// Run provisions and resizes volumes until ctx is done; it returns nil then,
+// or an error when the volume folder cannot be created.
 func Run(ctx context.Context, client kubernetes.Interface, cfg Config) error {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
@@ -104,77 +104,18 @@ func Run(ctx context.Context, client kubernetes.Interface, cfg Config) error {
 		return fmt.Errorf("storage: %w", err)
 	}
 	p := &provisioner{cfg: cfg, client: client}
-	pc := controller.NewProvisionController(ctx, client, ProvisionerName, p,
-		controller.LeaderElection(false),
-		controller.Threadiness(2),
-		controller.FailedProvisionThreshold(0),
-	)
 	resized := make(chan struct{})
 	go func() {
 		defer close(resized)
 		runResizer(ctx, client, cfg, p.owns)
 	}()
-	pc.Run(ctx)
+	p.run(ctx)
 	<-resized
 	return nil
 }
 
-// Provision creates the volume's folder and its hostPath PersistentVolume.
-func (p *provisioner) Provision(ctx context.Context, opts controller.ProvisionOptions) (*corev1.PersistentVolume, controller.ProvisioningState, error) {
-	req := opts.PVC.Spec.Resources.Requests[corev1.ResourceStorage]
-	if !p.cfg.Capacity.IsZero() {
-		used, err := p.used(ctx)
-		if err != nil {
-			return nil, controller.ProvisioningInBackground, err
-		}
-		free := p.cfg.Capacity.DeepCopy()
-		free.Sub(used)
-		if req.Cmp(free) > 0 {
-			return nil, controller.ProvisioningFinished, fmt.Errorf("%w: claim %s/%s requests %s but only %s of %s is free; request less or raise the cluster's storage capacity",
-				ErrInsufficientCapacity, opts.PVC.Namespace, opts.PVC.Name, req.String(), free.String(), p.cfg.Capacity.String())
-		}
-	}
-	dir := filepath.Join(p.cfg.Root, opts.PVName)
-	if err := os.MkdirAll(dir, 0o777); err != nil {
-		return nil, controller.ProvisioningFinished, fmt.Errorf("storage: create %s: %w", dir, err)
-	}
-	// Any user may write, as with most local-path provisioners; fsGroup narrows it per pod.
-	if err := os.Chmod(dir, 0o777); err != nil {
-		return nil, controller.ProvisioningFinished, fmt.Errorf("storage: chmod %s: %w", dir, err)
-	}
-	reclaim := corev1.PersistentVolumeReclaimDelete
-	if opts.StorageClass != nil && opts.StorageClass.ReclaimPolicy != nil {
-		reclaim = *opts.StorageClass.ReclaimPolicy
-	}
-	typ := corev1.HostPathDirectoryOrCreate
-	pv := &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: opts.PVName},
-		Spec: corev1.PersistentVolumeSpec{
-			PersistentVolumeReclaimPolicy: reclaim,
-			AccessModes:                   opts.PVC.Spec.AccessModes,
-			VolumeMode:                    opts.PVC.Spec.VolumeMode,
-			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: req},
-			PersistentVolumeSource: corev1.PersistentVolumeSource{
-				HostPath: &corev1.HostPathVolumeSource{Path: dir, Type: &typ},
-			},
-		},
-	}
-	p.cfg.Log.Info("provisioned volume", "pv", opts.PVName, "claim", opts.PVC.Namespace+"/"+opts.PVC.Name, "size", req.String())
-	return pv, controller.ProvisioningFinished, nil
-}
-
-// Delete removes the volume's folder.
-func (p *provisioner) Delete(ctx context.Context, pv *corev1.PersistentVolume) error {
-	if pv.Spec.HostPath == nil || !p.owns(pv.Spec.HostPath.Path) {
-		return &controller.IgnoredError{Reason: "not a volume of this provisioner"}
-	}
-	if err := os.RemoveAll(pv.Spec.HostPath.Path); err != nil {
-		return fmt.Errorf("storage: delete %s: %w", pv.Spec.HostPath.Path, err)
-	}
-	p.cfg.Log.Info("deleted volume", "pv", pv.Name)
-	return nil
-}
-
+// owns reports whether path is a volume folder of this provisioner: a direct
+// child of Root.
 func (p *provisioner) owns(path string) bool {
 	rel, err := filepath.Rel(p.cfg.Root, path)
 	return err == nil && rel != "." && !strings.HasPrefix(rel, "..") && !strings.Contains(rel, "/")

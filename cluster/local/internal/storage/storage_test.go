@@ -1,17 +1,15 @@
 package storage
 
 import (
-	"context"
 	"errors"
-	"log/slog"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
-	"sigs.k8s.io/sig-storage-lib-external-provisioner/v13/controller"
 )
 
 func claim(size string) *corev1.PersistentVolumeClaim {
@@ -24,44 +22,33 @@ func claim(size string) *corev1.PersistentVolumeClaim {
 	}
 }
 
-func TestProvisionCapacityAndDelete(t *testing.T) {
-	ctx := context.Background()
-	client := fake.NewClientset()
-	p := &provisioner{cfg: Config{Root: t.TempDir(), Capacity: resource.MustParse("10Gi"), Log: slog.New(slog.DiscardHandler)}, client: client}
-
-	pv, state, err := p.Provision(ctx, controller.ProvisionOptions{PVName: "pv-a", PVC: claim("6Gi")})
-	if err != nil || state != controller.ProvisioningFinished {
-		t.Fatalf("provision: %v %v", state, err)
+// TestProvisionCapacity checks the invariant provisioned ≤ capacity: a claim
+// beyond what is free gets no volume and a ProvisioningFailed event naming
+// the capacity, and a claim that fits still gets one.
+func TestProvisionCapacity(t *testing.T) {
+	fx := newFixture(t, "10Gi", pending("a", "6Gi"), pending("b", "5Gi"), pending("c", "4Gi"))
+	if err := fx.sync(t, "a"); err != nil {
+		t.Fatalf("provision a (6Gi of 10Gi): %v", err)
 	}
-	if _, err := os.Stat(pv.Spec.HostPath.Path); err != nil {
-		t.Fatalf("volume folder: %v", err)
+	fx.drain()
+	err := fx.sync(t, "b")
+	if !errors.Is(err, ErrInsufficientCapacity) || !strings.Contains(err.Error(), "only 4Gi of 10Gi is free") {
+		t.Fatalf("provision b (5Gi, 4Gi free): err = %v, want ErrInsufficientCapacity with the free space", err)
 	}
-	if _, err := client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	if fx.volume(t, "b") != nil {
+		t.Error("b got a volume beyond the capacity")
 	}
-	tests := []struct {
-		size    string
-		wantErr error
-	}{
-		{"5Gi", ErrInsufficientCapacity},
-		{"4Gi", nil},
+	if _, err := os.Stat(filepath.Join(fx.root, "pvc-uid-b")); !os.IsNotExist(err) {
+		t.Errorf("b's folder was created: %v", err)
 	}
-	for _, tc := range tests {
-		_, _, err := p.Provision(ctx, controller.ProvisionOptions{PVName: "pv-" + tc.size, PVC: claim(tc.size)})
-		if !errors.Is(err, tc.wantErr) {
-			t.Errorf("provision %s: err = %v, want %v", tc.size, err, tc.wantErr)
-		}
+	evs := fx.drain()
+	if len(evs) != 2 || !strings.HasPrefix(evs[1], "Warning ProvisioningFailed "+ErrInsufficientCapacity.Error()) {
+		t.Errorf("events for b: %q, want Provisioning then ProvisioningFailed with the capacity error", evs)
 	}
-	if err := p.Delete(ctx, pv); err != nil {
-		t.Fatal(err)
+	if err := fx.sync(t, "c"); err != nil {
+		t.Fatalf("provision c (4Gi, 4Gi free): %v", err)
 	}
-	if _, err := os.Stat(pv.Spec.HostPath.Path); !os.IsNotExist(err) {
-		t.Fatalf("folder still there after Delete: %v", err)
-	}
-	foreign := pv.DeepCopy()
-	foreign.Spec.HostPath.Path = "/etc"
-	var ignored *controller.IgnoredError
-	if err := p.Delete(ctx, foreign); !errors.As(err, &ignored) {
-		t.Fatalf("deleting a foreign volume: err = %v, want IgnoredError", err)
+	if fx.volume(t, "c") == nil {
+		t.Error("c got no volume")
 	}
 }
