@@ -313,6 +313,9 @@ func (k *kube) applyFixtures(ctx context.Context, files []string, ns string) err
 				md["namespace"] = ns
 			}
 			if err := retryWebhook(ctx, fixtureSettle, func() error { return k.apply(ctx, o, ns) }); err != nil {
+				if isWebhookUnreachable(err) && ctx.Err() == nil {
+					return fmt.Errorf("fixture %s: %w (still failing after %s; %s)", f, err, fixtureSettle, k.webhookDiagnosis(ctx))
+				}
 				return fmt.Errorf("fixture %s: %w", f, err)
 			}
 			applied = append(applied, o)

@@ -2,8 +2,13 @@ package campaign
 
 import (
 	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
 	"strings"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // webhookSettle bounds how long an apply is retried while the API server
@@ -42,4 +47,71 @@ func retryWebhook(ctx context.Context, settle time.Duration, apply func() error)
 		return last
 	}
 	return err
+}
+
+// webhookDiagnosis describes, for an error report, what stands between the API
+// server and the admission webhooks: each webhook's CA bundle (absent until a
+// CA injector writes it; otherwise the subject and validity of the CA it
+// holds), and the restarts and readiness of the operator's pods. Best effort:
+// what cannot be read is left out.
+func (k *kube) webhookDiagnosis(ctx context.Context) string {
+	var parts []string
+	describe := func(kind, config, hook string, ca []byte) {
+		parts = append(parts, fmt.Sprintf("%s %s webhook %s: %s", kind, config, hook, caSummary(ca)))
+	}
+	if l, err := k.cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().List(ctx, metav1.ListOptions{}); err == nil {
+		for _, c := range l.Items {
+			for _, w := range c.Webhooks {
+				describe("ValidatingWebhookConfiguration", c.Name, w.Name, w.ClientConfig.CABundle)
+			}
+		}
+	}
+	if l, err := k.cs.AdmissionregistrationV1().MutatingWebhookConfigurations().List(ctx, metav1.ListOptions{}); err == nil {
+		for _, c := range l.Items {
+			for _, w := range c.Webhooks {
+				describe("MutatingWebhookConfiguration", c.Name, w.Name, w.ClientConfig.CABundle)
+			}
+		}
+	}
+	if k.opNS != "" {
+		if l, err := k.cs.CoreV1().Pods(k.opNS).List(ctx, metav1.ListOptions{}); err == nil {
+			for _, p := range l.Items {
+				var restarts int32
+				ready := 0
+				for _, cs := range p.Status.ContainerStatuses {
+					restarts += cs.RestartCount
+					if cs.Ready {
+						ready++
+					}
+				}
+				parts = append(parts, fmt.Sprintf("pod %s/%s: %s, %d/%d containers ready, %d restarts", p.Namespace, p.Name, p.Status.Phase, ready, len(p.Spec.Containers), restarts))
+			}
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// caSummary describes a webhook's PEM CA bundle.
+func caSummary(bundle []byte) string {
+	if len(bundle) == 0 {
+		return "no caBundle (its CA injector has not written one)"
+	}
+	var certs []string
+	for rest := bundle; ; {
+		var b *pem.Block
+		b, rest = pem.Decode(rest)
+		if b == nil {
+			break
+		}
+		c, err := x509.ParseCertificate(b.Bytes)
+		if err != nil {
+			certs = append(certs, "an unparsable certificate")
+			continue
+		}
+		certs = append(certs, fmt.Sprintf("CA %q valid from %s, serial %s", c.Subject.String(), c.NotBefore.UTC().Format(time.RFC3339), c.SerialNumber))
+	}
+	if len(certs) == 0 {
+		return fmt.Sprintf("a caBundle of %d bytes holding no PEM certificate", len(bundle))
+	}
+	return "caBundle with " + strings.Join(certs, ", ")
 }
