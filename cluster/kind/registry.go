@@ -198,3 +198,45 @@ func (g registry) abandoned(name string) (record, bool) {
 	}
 	return r, true
 }
+
+// Info is what List says of a kind cluster Gauntlet recorded.
+type Info struct {
+	// Name is kind's cluster name.
+	Name string
+	// Running says whether the process that created it still runs; a cluster
+	// whose owner is gone is removed by GC.
+	Running bool
+	// Created is when it was recorded.
+	Created time.Time
+	// PodSubnet is the pod network the host routes to the node (offline image),
+	// empty with kind's own node image.
+	PodSubnet string
+	// NodeIP is the node container's address.
+	NodeIP string
+	// Kubeconfig is the cluster's kubeconfig file.
+	Kubeconfig string
+}
+
+// List returns the kind clusters recorded under stateDir (see StateRoot), by name.
+func List(stateDir string) ([]Info, error) {
+	reg := registry{dir: recordsDir(stateDir)}
+	if _, err := os.Stat(reg.dir); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	unlock, err := reg.lock()
+	if err != nil {
+		return nil, err
+	}
+	recs, err := reg.list()
+	unlock()
+	if err != nil {
+		return nil, err
+	}
+	infos := make([]Info, 0, len(recs))
+	for _, r := range recs {
+		infos = append(infos, Info{Name: r.Name, Running: r.ownerAlive(), Created: r.Created,
+			PodSubnet: r.PodSubnet, NodeIP: r.NodeIP, Kubeconfig: r.Kubeconfig})
+	}
+	sort.Slice(infos, func(i, j int) bool { return infos[i].Name < infos[j].Name })
+	return infos, nil
+}

@@ -130,3 +130,39 @@ func TestBridgeCNIConfigSubnet(t *testing.T) {
 		t.Errorf("subnet %q, want 10.244.48.0/20", got)
 	}
 }
+
+func TestList(t *testing.T) {
+	root := t.TempDir()
+	if infos, err := List(root); err != nil || len(infos) != 0 {
+		t.Fatalf("no registry yet: %v, %v; want none and no error", infos, err)
+	}
+	reg := registry{dir: recordsDir(root)}
+	if _, err := reg.add("b", true); err != nil {
+		t.Fatal(err)
+	}
+	a, err := reg.add("a", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	a.Owner, a.Kubeconfig = cmd.Process.Pid, "/k/a"
+	if err := reg.write(a); err != nil {
+		t.Fatal(err)
+	}
+	infos, err := List(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(infos) != 2 || infos[0].Name != "a" || infos[1].Name != "b" {
+		t.Fatalf("infos %+v, want a and b by name", infos)
+	}
+	if infos[0].Running || !infos[1].Running {
+		t.Errorf("running: a %v (owner exited), b %v (this process); want false, true", infos[0].Running, infos[1].Running)
+	}
+	if infos[0].Kubeconfig != "/k/a" || infos[0].PodSubnet != a.PodSubnet {
+		t.Errorf("a: %+v, want its record's kubeconfig and subnet", infos[0])
+	}
+}

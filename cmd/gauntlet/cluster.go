@@ -105,7 +105,16 @@ func newClusterCmd(g *globals) *cobra.Command {
 				}
 				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\n", i.Name, state, i.Server, i.PodCIDR, len(i.Nodes), i.Kubeconfig)
 			}
-			return w.Flush()
+			// kind clusters Gauntlet created (--backend kind), recorded under the same state root.
+			kinfos, kerr := kind.List(f.stateDir)
+			for _, i := range kinfos {
+				state := "running (kind)"
+				if !i.Running {
+					state = "owner gone (kind): run gauntlet cluster gc"
+				}
+				fmt.Fprintf(w, "kind:%s\t%s\t-\t%s\t-\t%s\n", i.Name, state, orDash(i.PodSubnet), i.Kubeconfig)
+			}
+			return errors.Join(w.Flush(), kerr)
 		},
 	}
 
@@ -226,4 +235,11 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n") + "\n"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
