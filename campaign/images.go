@@ -25,10 +25,30 @@ type imageMapper interface {
 	UnmappedImages(imgs []string) ([]string, error)
 }
 
+// imageAssembler is implemented by providers whose clusters pull images but
+// can be given images assembled from host programs where they cannot pull
+// (kind.Provider on its offline node image): the campaign hands them the
+// target's rules and images.
+type imageAssembler interface {
+	WithMappedImages(rules []imagemap.Rule, imgs []string) (cluster.Provider, error)
+}
+
 // prepareImages gives the provider the target's image mapping and refuses a
 // target whose deploy steps run an image no rule maps, naming the images and
-// the fix. Providers without an image mapping (kind) are returned unchanged.
+// the fix. A provider that assembles images (kind) gets the rules and the
+// target's images; any other is returned unchanged.
 func prepareImages(p cluster.Provider, t *targets.Target) (cluster.Provider, error) {
+	if a, ok := p.(imageAssembler); ok {
+		imgs, err := t.Images()
+		if err != nil {
+			return nil, err
+		}
+		np, err := a.WithMappedImages(t.ImageMapping, imgs)
+		if err != nil {
+			return nil, fmt.Errorf("target %s: %w", t.Name, err)
+		}
+		return np, nil
+	}
 	m, ok := p.(imageMapper)
 	if !ok {
 		return p, nil

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gauntlet-dev/gauntlet/cluster"
+	"github.com/gauntlet-dev/gauntlet/cluster/kind"
 	"github.com/gauntlet-dev/gauntlet/cluster/local"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/imagemap"
 	"github.com/gauntlet-dev/gauntlet/targets"
@@ -73,4 +74,17 @@ type noMapping struct{}
 
 func (noMapping) Create(context.Context, string) (cluster.Cluster, error) {
 	return nil, errors.New("not used")
+}
+
+func TestPrepareImagesKind(t *testing.T) {
+	tg := &targets.Target{Name: "widget", Operator: targets.Operator{Image: "example/widget-operator:v1"},
+		ImageMapping: []imagemap.Rule{{Images: []string{"example/widget-operator:*"}, Entrypoint: []string{"/manager"}, Programs: map[string][]string{"/manager": {"/bin/true"}}}}}
+	p, err := prepareImages(kind.Provider{}, tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := p.(kind.Provider).Options
+	if len(o.Mapped) != 1 || o.Mapped[0].Refs[0] != "example/widget-operator:v1" || len(o.Unmapped) != 0 {
+		t.Errorf("kind provider: mapped %+v, unmapped %v; want the operator image assembled from its rule", o.Mapped, o.Unmapped)
+	}
 }

@@ -9,12 +9,14 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/gauntlet-dev/gauntlet/cluster/kind/nodeimage"
@@ -30,8 +32,12 @@ type Image struct {
 	Refs []string
 	// Files are host files at paths in the image.
 	Files []ImageFile
-	// Entrypoint and User go into the image's configuration (User "" is root).
+	// Entrypoint, Cmd, WorkingDir and User go into the image's configuration (User "" is
+	// root), and so does Env (KEY=VALUE; PATH, when not among them, is the usual one).
 	Entrypoint []string
+	Cmd        []string
+	Env        []string
+	WorkingDir string
 	User       string
 	// Passwd, when set, is written as /etc/passwd and Group as /etc/group.
 	Passwd, Group string
@@ -213,7 +219,22 @@ func (img Image) build() (v1.Image, error) {
 	if err := tw.Close(); err != nil {
 		return nil, err
 	}
-	return nodeimage.SingleLayerImage(buf.Bytes(), img.Entrypoint, img.User)
+	v, err := nodeimage.SingleLayerImage(buf.Bytes(), img.Entrypoint, img.User)
+	if err != nil || (len(img.Cmd) == 0 && len(img.Env) == 0 && img.WorkingDir == "") {
+		return v, err
+	}
+	cfg, err := v.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	c := cfg.Config
+	c.Cmd, c.WorkingDir, c.Env = img.Cmd, img.WorkingDir, slices.Clone(c.Env)
+	for _, e := range img.Env {
+		k, _, _ := strings.Cut(e, "=")
+		c.Env = slices.DeleteFunc(c.Env, func(x string) bool { return strings.HasPrefix(x, k+"=") })
+		c.Env = append(c.Env, e)
+	}
+	return mutate.Config(v, c)
 }
 
 // WriteArchive writes images as one docker archive (what `docker save` writes, and what

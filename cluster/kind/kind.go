@@ -47,6 +47,11 @@ type Options struct {
 	NodeImage string
 	// Images are assembled offline and loaded into every node (e.g. OperatorImage, ValkeyImage).
 	Images []Image
+	// Mapped are images assembled from the target's image mapping (WithMappedImages), loaded
+	// only into clusters of the offline node image; Unmapped are the target's images that no
+	// rule maps, which such a cluster could never run.
+	Mapped   []Image
+	Unmapped []string
 	// ChaosMesh installs Chaos Mesh (the faults of campaigns on kind) from the build in
 	// ChaosMeshDir (default DefaultChaosMeshDir; `make chaosmesh`): its images assembled
 	// offline and loaded with Images, its rendered chart applied; Create returns once its
@@ -171,6 +176,11 @@ func (p Provider) Create(ctx context.Context, name string) (cluster.Cluster, err
 	image, offline, err := offlineNodeImage(ctx, opts)
 	if err != nil {
 		return nil, err
+	}
+	if offline {
+		if opts, err = offlineImages(opts); err != nil {
+			return nil, err
+		}
 	}
 	var chaos *chaosMesh
 	if opts.ChaosMesh {

@@ -141,3 +141,31 @@ func Unmapped(rules []Rule, operatorBinary string, imgs []string) ([]string, err
 	sort.Strings(out)
 	return out, nil
 }
+
+// Program is a host program (Path) at a path inside an image (Target).
+type Program = images.Alias
+
+// User is an account of an image's /etc/passwd (Rule.Users).
+type User = images.User
+
+// Match returns the first of rules (the shipped defaults left out) that maps image.
+func Match(rules []Rule, image string) (Rule, bool, error) {
+	m, err := images.New(rules, images.Options{})
+	if err != nil {
+		return Rule{}, false, fmt.Errorf("image mapping: %w", err)
+	}
+	r, ok := m.Match(image)
+	return r, ok, nil
+}
+
+// ImagePrograms lists the programs an image of rule r holds when assembled from
+// host programs for nodes that have only what their images hold (kind without a
+// registry): the rule's programs at their image paths and its entrypoint's.
+// Programs its processes would find on the host by name are not among them.
+func ImagePrograms(r Rule) ([]Program, error) {
+	m, err := images.New([]Rule{r}, images.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("image mapping: %w", err)
+	}
+	return m.ImagePrograms(r)
+}

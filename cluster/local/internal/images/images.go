@@ -480,3 +480,70 @@ func isExecutable(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0
 }
+
+// ImagePrograms lists the programs an image of rule r holds when it is assembled
+// from host programs (for a cluster whose nodes have only what their images
+// hold, kind without a registry): every entry of Programs at its image path
+// (AliasDir/name for a bare name), and the entrypoint's (Cmd's first without
+// one) and PrependProgram's programs where Programs does not name them, each resolved as
+// a container's would be. Programs the image's processes call by name without
+// the rule naming them (a shell, PostgreSQL's tools) are not in it.
+func (m *Mapping) ImagePrograms(r Rule) ([]Alias, error) {
+	if r.Simulate {
+		return nil, fmt.Errorf("images: rule %s simulates its images: there is no program to put in one", r.label())
+	}
+	var out []Alias
+	seen := map[string]bool{}
+	add := func(name string) error {
+		target := name
+		if !path.IsAbs(target) {
+			if strings.Contains(target, "/") {
+				target = path.Join(orRoot(r.WorkingDir), target)
+			} else {
+				target = path.Join(AliasDir, name)
+			}
+		}
+		if seen[target] {
+			return nil
+		}
+		host, err := m.program(r, name, r.WorkingDir)
+		if err != nil {
+			return err
+		}
+		seen[target] = true
+		out = append(out, Alias{Target: target, Path: host})
+		return nil
+	}
+	names := make([]string, 0, len(r.Programs))
+	for name := range r.Programs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if err := add(name); err != nil {
+			return nil, err
+		}
+	}
+	// The program that starts: the entrypoint's, else the default arguments' first.
+	first := r.Entrypoint
+	if len(first) == 0 {
+		first = r.Cmd
+	}
+	for _, argv := range [][]string{first, {r.PrependProgram}} {
+		if len(argv) == 0 || argv[0] == "" {
+			continue
+		}
+		if err := add(argv[0]); err != nil {
+			return nil, err
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Target < out[j].Target })
+	return out, nil
+}
+
+func orRoot(dir string) string {
+	if dir == "" {
+		return "/"
+	}
+	return dir
+}

@@ -357,3 +357,29 @@ func TestRootUser(t *testing.T) {
 		})
 	}
 }
+
+func TestImagePrograms(t *testing.T) {
+	m, err := New(nil, Options{SearchPath: "/usr/bin:/bin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Rule{Images: []string{"x:*"}, Entrypoint: []string{"/entry/true"}, Cmd: []string{"--flag"},
+		Programs: map[string][]string{"/manager": {"/nonexistent", "/bin/true"}, "tool": {"echo"}}}
+	got, err := m.ImagePrograms(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Alias{{Target: "/entry/true", Path: "/usr/bin/true"}, {Target: "/manager", Path: "/bin/true"}, {Target: AliasDir + "/tool", Path: "/usr/bin/echo"}}
+	if len(got) != len(want) {
+		t.Fatalf("programs %+v, want %+v", got, want)
+	}
+	for i := range want {
+		// /bin may be a link to /usr/bin: compare what the paths name.
+		if got[i].Target != want[i].Target || filepath.Base(got[i].Path) != filepath.Base(want[i].Path) {
+			t.Errorf("program %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if _, err := m.ImagePrograms(Rule{Images: []string{"x:*"}, Simulate: true}); err == nil {
+		t.Error("a simulating rule gave programs")
+	}
+}

@@ -1,0 +1,118 @@
+package kind
+
+import (
+	"archive/tar"
+	"errors"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gauntlet-dev/gauntlet/cluster/local/imagemap"
+)
+
+func TestMappedImage(t *testing.T) {
+	r := imagemap.Rule{
+		Images:     []string{"example.com/op:*"},
+		Entrypoint: []string{"/manager"},
+		Cmd:        []string{"controller"},
+		Programs:   map[string][]string{"/manager": {"/nonexistent/manager", "/bin/true"}, "helper": {"/bin/echo"}},
+		Env:        map[string]string{"PATH": "/opt/bin:/usr/bin", "MODE": "test"},
+		WorkingDir: "/work",
+		User:       "26:26",
+		Users:      []imagemap.User{{Name: "postgres", UID: 26, GID: 26, Home: "/var/lib/postgresql"}},
+	}
+	img, err := MappedImage("example.com/op:v1", r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := img.build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := v.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cfg.Config
+	if !slices.Equal(c.Entrypoint, []string{"/manager"}) || !slices.Equal(c.Cmd, []string{"controller"}) || c.WorkingDir != "/work" || c.User != "26:26" {
+		t.Errorf("config %+v, want the rule's entrypoint, cmd, working folder and user", c)
+	}
+	if !slices.Contains(c.Env, "PATH=/opt/bin:/usr/bin") || !slices.Contains(c.Env, "MODE=test") || len(c.Env) != 2 {
+		t.Errorf("env %v, want the rule's (its PATH replacing the default)", c.Env)
+	}
+	layers, err := v.Layers()
+	if err != nil || len(layers) != 1 {
+		t.Fatalf("layers %v, %v", layers, err)
+	}
+	rc, err := layers[0].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	files := map[string]string{}
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(tr)
+		files["/"+strings.TrimSuffix(h.Name, "/")] = string(b)
+	}
+	for _, want := range []string{"/manager", "/usr/local/bin/helper", "/tmp", "/etc/passwd", "/etc/group"} {
+		if _, ok := files[want]; !ok {
+			t.Errorf("image lacks %s (has %d entries)", want, len(files))
+		}
+	}
+	if !strings.Contains(files["/etc/passwd"], "postgres:x:26:26:postgres:/var/lib/postgresql:/bin/sh") {
+		t.Errorf("passwd %q lacks the rule's account", files["/etc/passwd"])
+	}
+	var libc bool
+	for f := range files {
+		libc = libc || strings.HasPrefix(f, "/lib/x86_64-linux-gnu/libc.so")
+	}
+	if !libc {
+		t.Error("the dynamically linked /bin/true came without its C library")
+	}
+
+	// A rule whose program is nowhere is an error naming its install hint.
+	r.Programs = map[string][]string{"/manager": {"/nonexistent/manager"}}
+	r.Install = "build it with `make op`"
+	if _, err := MappedImage("example.com/op:v1", r); err == nil || !strings.Contains(err.Error(), "make op") {
+		t.Errorf("missing program: %v, want the rule's install hint", err)
+	}
+}
+
+func TestWithMappedImages(t *testing.T) {
+	rules := []imagemap.Rule{
+		{Images: []string{"example.com/op:*"}, Entrypoint: []string{"/manager"}, Programs: map[string][]string{"/manager": {"/bin/true"}}},
+		{Images: []string{"example.com/sidecar:*"}, Simulate: true},
+	}
+	p := Provider{Options: Options{Images: []Image{{Refs: []string{"example.com/bundled:dev"}}}}}
+	np, err := p.WithMappedImages(rules, []string{"example.com/op:v1", "example.com/sidecar:v1", "example.com/bundled:dev", "quay.io/other:v2", "example.com/op:v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := np.(Provider).Options
+	if len(o.Mapped) != 1 || o.Mapped[0].Refs[0] != "example.com/op:v1" {
+		t.Errorf("mapped %+v, want example.com/op:v1 once", o.Mapped)
+	}
+	if !slices.Equal(o.Unmapped, []string{"example.com/sidecar:v1", "quay.io/other:v2"}) {
+		t.Errorf("unmapped %v, want the simulated and the unmatched image", o.Unmapped)
+	}
+	if _, err := offlineImages(o); !errors.Is(err, ErrUnmappedImage) || !strings.Contains(err.Error(), "quay.io/other:v2") {
+		t.Errorf("offline with unmapped images: %v, want ErrUnmappedImage naming them", err)
+	}
+	o.Unmapped = nil
+	got, err := offlineImages(o)
+	if err != nil || len(got.Images) != 2 {
+		t.Errorf("offline: %d images, %v; want the bundled and the mapped one", len(got.Images), err)
+	}
+	if len(p.Options.Mapped) != 0 {
+		t.Error("WithMappedImages changed its receiver's options")
+	}
+}
