@@ -14,13 +14,18 @@ here="$(cd "$(dirname "$0")" && pwd)"
 module=github.com/cert-manager/cert-manager
 version="$(awk -v m="$module" '$1=="require" && $2==m {print $3} $1==m {print $2}' "$here/go.mod")"
 cmds=(controller webhook cainjector)
+# The build is cached under the hash of its inputs: this script, the pins and the commands'
+# sources (a fix to a command rebuilds it on the next make).
+inputs="$(cd "$here" && cat build.sh go.mod go.sum */main.go | sha256sum | cut -c1-16)"
 cached=1
 for c in "${cmds[@]}"; do [[ -x "$out/$c" ]] || cached=0; done
 [[ -d "$out/crds" ]] || cached=0
+[[ "$(cat "$out/INPUTS" 2>/dev/null)" == "$inputs" ]] || cached=0
 if [[ $cached == 1 ]]; then
-  echo "cert-manager $version: cached in $out" >&2
+  echo "cert-manager $version: cached in $out (inputs $inputs)" >&2
   exit 0
 fi
+[[ -d "$out" ]] && echo "cert-manager $version: the build in $out is of other inputs: rebuilding" >&2
 echo "cert-manager $version: downloading the module (first time only)..." >&2
 dir="$(cd "$here" && go mod download -json "$module@$version" | awk -F'"' '$2=="Dir"{print $4}')"
 [[ -d "$dir" ]] || { echo "cert-manager $version: the module was not downloaded" >&2; exit 1; }
@@ -45,6 +50,7 @@ rm -f "$out.tmp/crds/README.md"
 cd /
 rm -rf "$src"
 echo "$version" > "$out.tmp/VERSION"
+echo "$inputs" > "$out.tmp/INPUTS"
 rm -rf "$out"
 mv "$out.tmp" "$out"
 echo "cert-manager $version: ready in $out ($((SECONDS-start))s)" >&2

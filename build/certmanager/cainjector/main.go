@@ -3,7 +3,8 @@
 // the command itself). It copies CA bundles into webhook configurations,
 // APIServices and CRD conversion settings annotated with
 // cert-manager.io/inject-ca-from(-secret), with the module's reconcilers on a
-// controller-runtime manager, without leader election (one replica).
+// controller-runtime manager, without leader election (one replica), its cache and
+// client configured as cert-manager's own command configures them.
 package main
 
 import (
@@ -22,6 +23,8 @@ import (
 	"k8s.io/klog/v2"
 	apireg "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
@@ -58,8 +61,21 @@ func main() {
 	}
 	// The injectors' field manager is derived from the user agent, as cert-manager's own command sets it.
 	cfg = util.RestConfigWithUserAgent(cfg, "cainjector")
+	// As cert-manager's own command: the cache watches only --namespace when it is set, and
+	// Secrets are read from the API server, never from a cache. The injectors watch Secrets'
+	// metadata and then read the Secret; read through a second, full-object cache, a Secret
+	// created just after the first reconcile (the webhook's CA, seconds after start) could be
+	// absent from that cache when its metadata event arrived: "not found" drops the request
+	// without a retry, and the webhook configurations never got their CA bundle (CI's
+	// cert-manager e2e, 2026-11-27: x509 "unknown authority" for 3 minutes, caBundle empty).
+	var namespaces map[string]cache.Config
+	if *namespace != "" {
+		namespaces = map[string]cache.Config{*namespace: {}}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
+		Cache:                  cache.Options{ReaderFailOnMissingInformer: true, DefaultNamespaces: namespaces},
+		Client:                 client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
 		Metrics:                metricsserver.Options{BindAddress: *metrics},
 		HealthProbeBindAddress: *healthz,
 		LivenessEndpointName:   "/livez",
