@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/campaign"
+	"github.com/gauntlet-dev/gauntlet/cluster"
 	"github.com/gauntlet-dev/gauntlet/cluster/local"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/imagemap"
 	"github.com/gauntlet-dev/gauntlet/inputgen"
@@ -48,6 +49,8 @@ type cleanCampaign struct {
 	seed    int64
 	timeout time.Duration
 	ownLog  string // a string only the operator's own log output holds
+	// provider, when set, makes the clusters (default: the embedded cluster, one node).
+	provider cluster.Provider
 }
 
 // run runs the campaign on the embedded cluster (three desired states, or one
@@ -75,8 +78,12 @@ func (c cleanCampaign) run(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
+	var prov cluster.Provider = local.Provider{Options: local.Options{StateRoot: t.TempDir(), Nodes: 1, Log: log}}
+	if c.provider != nil {
+		prov = c.provider
+	}
 	cfg := campaign.Config{Target: tg, Workers: 1, Seed: c.seed, MaxSteps: steps, CaseFilter: keep, OutDir: out, Progress: testWriter{t}, Logger: log,
-		NoMinimize: true, Provider: local.Provider{Options: local.Options{StateRoot: t.TempDir(), Nodes: 1, Log: log}}}
+		NoMinimize: true, Provider: prov}
 	res, err := campaign.Run(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
