@@ -508,6 +508,16 @@ func (s *session) drive(ctx context.Context, in stepInput, rec *StepRecord) (tim
 	if p == nil || s.env.inj == nil {
 		return s.declare(ctx, in.desired, in.recreate)
 	}
+	if q, why := s.retarget(ctx, *p); why != "" {
+		p = &q
+		s.r.cfg.Logger.Info("fault retargeted to the operator", "step", in.index, "why", why)
+		n := len(rec.Faults)
+		defer func() {
+			for i := n; i < len(rec.Faults); i++ {
+				rec.Faults[i].Retargeted = why
+			}
+		}()
+	}
 	seq := in.index
 	warn := func(err error) {
 		rec.Findings = append(rec.Findings, model.Finding{Oracle: "fault", Severity: model.SeverityWarning,
@@ -600,4 +610,34 @@ func (s *session) drive(ctx context.Context, in stepInput, rec *StepRecord) (tim
 		}
 		return started, c, nr, err
 	}
+}
+
+// retarget turns a plan aimed at the system's pods into the matching operator fault when the
+// test namespace holds no pod at all — an operator that manages only API objects
+// (cert-manager's Certificates and Secrets): a partition becomes operator-partition, a crash,
+// kill or failure operator-crash (its delay drawn from the plan's Pick, so a replay repeats
+// it). Without that, half of such a campaign's fault steps injected nothing (cert-manager
+// on kind, seed 1: 35 of 60 steps "could not be injected"). It returns why, or "" when the
+// plan stands: it targets the operator already, the namespace has pods, or the campaign
+// does not draw the operator kind.
+func (s *session) retarget(ctx context.Context, p FaultPlan) (FaultPlan, string) {
+	if p.Role == "operator" {
+		return p, ""
+	}
+	to := FaultOperatorCrash
+	if p.Kind == FaultPartition {
+		to = FaultOperatorPartition
+	}
+	if !slices.Contains(s.r.faultKinds, to) {
+		return p, ""
+	}
+	list, err := s.env.kube.cs.CoreV1().Pods(s.ns).List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil || len(list.Items) > 0 {
+		return p, ""
+	}
+	q := FaultPlan{Kind: to, Role: "operator", Pick: p.Pick, Persistent: p.Persistent, Hold: p.Hold}
+	if to == FaultOperatorCrash {
+		q.Delay, q.Hold = time.Duration(p.Pick%1500)*time.Millisecond, 0
+	}
+	return q, fmt.Sprintf("drawn %s for the system's pods, but %s holds no pod (an operator of API objects only): its operator got %s instead", p.Kind, s.ns, to)
 }

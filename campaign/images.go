@@ -30,7 +30,7 @@ type imageMapper interface {
 // (kind.Provider on its offline node image): the campaign hands them the
 // target's rules and images.
 type imageAssembler interface {
-	WithMappedImages(rules []imagemap.Rule, imgs []string) (cluster.Provider, error)
+	WithMappedImages(rules []imagemap.Rule, required, optional []string) (cluster.Provider, error)
 }
 
 // prepareImages gives the provider the target's image mapping and refuses a
@@ -43,7 +43,16 @@ func prepareImages(p cluster.Provider, t *targets.Target) (cluster.Provider, err
 		if err != nil {
 			return nil, err
 		}
-		np, err := a.WithMappedImages(t.ImageMapping, imgs)
+		// The strings of the seed and the values may name images the operator runs (an
+		// operand image): those the rules map are assembled too.
+		var strs []string
+		collectStrings(t.Seed, &strs)
+		for _, vs := range t.Values {
+			for _, v := range vs {
+				collectStrings(v, &strs)
+			}
+		}
+		np, err := a.WithMappedImages(t.ImageMapping, imgs, strs)
 		if err != nil {
 			return nil, fmt.Errorf("target %s: %w", t.Name, err)
 		}
@@ -77,4 +86,20 @@ func pattern(img string) string {
 		}
 	}
 	return img
+}
+
+// collectStrings appends every string found in v (maps and lists walked) to out.
+func collectStrings(v any, out *[]string) {
+	switch x := v.(type) {
+	case string:
+		*out = append(*out, x)
+	case map[string]any:
+		for _, e := range x {
+			collectStrings(e, out)
+		}
+	case []any:
+		for _, e := range x {
+			collectStrings(e, out)
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -78,13 +79,21 @@ func (noMapping) Create(context.Context, string) (cluster.Cluster, error) {
 
 func TestPrepareImagesKind(t *testing.T) {
 	tg := &targets.Target{Name: "widget", Operator: targets.Operator{Image: "example/widget-operator:v1"},
-		ImageMapping: []imagemap.Rule{{Images: []string{"example/widget-operator:*"}, Entrypoint: []string{"/manager"}, Programs: map[string][]string{"/manager": {"/bin/true"}}}}}
+		Seed:   map[string]any{"spec": map[string]any{"image": "example/widget-operand:1", "size": 3}},
+		Values: map[string][]any{"spec.image": {"example/widget-operand:2", "example/unmapped:1"}},
+		ImageMapping: []imagemap.Rule{{Images: []string{"example/widget-operator:*"}, Entrypoint: []string{"/manager"}, Programs: map[string][]string{"/manager": {"/bin/true"}}},
+			{Images: []string{"example/widget-operand:*"}, Entrypoint: []string{"/bin/true"}}}}
 	p, err := prepareImages(kind.Provider{}, tg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	o := p.(kind.Provider).Options
-	if len(o.Mapped) != 1 || o.Mapped[0].Refs[0] != "example/widget-operator:v1" || len(o.Unmapped) != 0 {
-		t.Errorf("kind provider: mapped %+v, unmapped %v; want the operator image assembled from its rule", o.Mapped, o.Unmapped)
+	var refs []string
+	for _, m := range o.Mapped {
+		refs = append(refs, m.Refs[0])
+	}
+	sort.Strings(refs)
+	if strings.Join(refs, ",") != "example/widget-operand:1,example/widget-operand:2,example/widget-operator:v1" || len(o.Unmapped) != 0 {
+		t.Errorf("kind provider: mapped %v, unmapped %v; want the operator image and the operand images its values name", refs, o.Unmapped)
 	}
 }

@@ -393,6 +393,13 @@ func (k *kube) remove(ctx context.Context, obj map[string]any, defaultNS string,
 // and Namespaces first), its waits and sleeps; then an out-of-cluster command.
 func (k *kube) deploy(ctx context.Context, t *targets.Target, stateDir string) error {
 	k.opNS, k.opLabels = t.Operator.Namespace, t.Operator.Labels
+	var preloaded map[string]bool
+	if pl, ok := k.cluster.(cluster.Preloaded); ok {
+		preloaded = map[string]bool{}
+		for _, r := range pl.PreloadedImages() {
+			preloaded[r] = true
+		}
+	}
 	for i, step := range t.Deploy {
 		objs, err := targets.Render(step)
 		if err != nil {
@@ -400,6 +407,9 @@ func (k *kube) deploy(ctx context.Context, t *targets.Target, stateDir string) e
 		}
 		sort.SliceStable(objs, func(a, b int) bool { return applyRank(objs[a]) < applyRank(objs[b]) })
 		for _, o := range objs {
+			for _, img := range usePreloaded(o, preloaded) {
+				k.log.Info("the cluster pulls no image: a container that would pull its loaded image Always uses it as it is (imagePullPolicy IfNotPresent)", "image", img, "kind", o["kind"])
+			}
 			if err := retry(ctx, 30*time.Second, func() error { return k.apply(ctx, o, step.Namespace) }); err != nil {
 				return fmt.Errorf("deploy step %d (%s): %w", i+1, step.Manifests, err)
 			}
@@ -792,3 +802,58 @@ func retry(ctx context.Context, timeout time.Duration, fn func() error) error {
 }
 
 var errNoCR = errors.New("the custom resource under test is missing from the snapshot")
+
+// usePreloaded sets imagePullPolicy IfNotPresent on every container of o (anywhere in it:
+// workloads' pod templates, pods) that would pull a preloaded image Always, on a cluster
+// that pulls nothing (cluster.Preloaded); it returns those images. The default policy of an
+// image tagged latest or untagged is Always too.
+func usePreloaded(o map[string]any, preloaded map[string]bool) []string {
+	if len(preloaded) == 0 {
+		return nil
+	}
+	var changed []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for _, key := range []string{"containers", "initContainers"} {
+				cs, _ := x[key].([]any)
+				for _, c := range cs {
+					cm, _ := c.(map[string]any)
+					img, _ := cm["image"].(string)
+					if cm == nil || !preloaded[img] {
+						continue
+					}
+					policy, _ := cm["imagePullPolicy"].(string)
+					if policy == "Always" || (policy == "" && pullsAlwaysByDefault(img)) {
+						cm["imagePullPolicy"] = "IfNotPresent"
+						changed = append(changed, img)
+					}
+				}
+			}
+			for _, e := range x {
+				walk(e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	walk(o)
+	return changed
+}
+
+// pullsAlwaysByDefault reports whether Kubernetes defaults img's pull policy to Always:
+// tagged latest, or neither tagged nor pinned by digest.
+func pullsAlwaysByDefault(img string) bool {
+	if strings.Contains(img, "@") {
+		return false
+	}
+	name := img[strings.LastIndex(img, "/")+1:]
+	tag, ok := "", false
+	if i := strings.LastIndex(name, ":"); i >= 0 {
+		tag, ok = name[i+1:], true
+	}
+	return !ok || tag == "latest"
+}

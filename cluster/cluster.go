@@ -40,6 +40,14 @@ type HostKernel interface {
 	SharesHostKernel() bool
 }
 
+// Preloaded is the optional capability of a cluster whose nodes pull no image and hold
+// images loaded when the cluster was made (kind on Gauntlet's offline node image): a
+// manifest that asks to pull one of them Always must run the loaded one instead.
+type Preloaded interface {
+	// PreloadedImages are the references of the loaded images.
+	PreloadedImages() []string
+}
+
 // ProcessFaults is the optional capability of a cluster whose back end injects
 // faults itself (the embedded cluster: process signals, API deletions and
 // nftables rules in pod network namespaces). Clusters without it need an

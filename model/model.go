@@ -124,6 +124,8 @@ type Fault struct {
 	Removed    time.Time `json:"removed,omitempty"`
 	// Unsupported is set when the back end cannot inject it (reported, never skipped silently).
 	Unsupported string `json:"unsupported,omitempty"`
+	// Retargeted says why the fault hit the operator rather than the drawn kind's target.
+	Retargeted string `json:"retargeted,omitempty"`
 }
 
 // Step is one recorded state transition of a worker's sequence.

@@ -296,6 +296,9 @@ func (p Provider) Create(ctx context.Context, name string) (cluster.Cluster, err
 		}
 		opts.Log.Info("images loaded", "name", name, "images", imageRefs(opts.Images), "took", time.Since(t0).Round(time.Millisecond))
 	}
+	if offline {
+		c.preloaded = imageRefs(opts.Images)
+	}
 	if offline && !opts.NoRoutes {
 		ip, _, err := ns[0].IP()
 		if err != nil {
@@ -381,7 +384,12 @@ type Cluster struct {
 	reg              registry
 	rec              record
 	stop             func() // ends the host-path volume helper
+	preloaded        []string
 }
+
+// PreloadedImages are the images loaded into the nodes of a cluster of the offline node
+// image, which pulls nothing (cluster.Preloaded); none on kind's upstream image.
+func (c *Cluster) PreloadedImages() []string { return c.preloaded }
 
 // Name is the cluster's name.
 func (c *Cluster) Name() string { return c.name }

@@ -4,6 +4,8 @@ import (
 	"archive/tar"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -93,13 +95,14 @@ func TestWithMappedImages(t *testing.T) {
 		{Images: []string{"example.com/sidecar:*"}, Simulate: true},
 	}
 	p := Provider{Options: Options{Images: []Image{{Refs: []string{"example.com/bundled:dev"}}}}}
-	np, err := p.WithMappedImages(rules, []string{"example.com/op:v1", "example.com/sidecar:v1", "example.com/bundled:dev", "quay.io/other:v2", "example.com/op:v1"})
+	np, err := p.WithMappedImages(rules, []string{"example.com/op:v1", "example.com/sidecar:v1", "example.com/bundled:dev", "quay.io/other:v2", "example.com/op:v1"},
+		[]string{"example.com/op:v2", "not an image", "example.com/sidecar:v3", "example.com/op:v1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	o := np.(Provider).Options
-	if len(o.Mapped) != 1 || o.Mapped[0].Refs[0] != "example.com/op:v1" {
-		t.Errorf("mapped %+v, want example.com/op:v1 once", o.Mapped)
+	if len(o.Mapped) != 2 || o.Mapped[0].Refs[0] != "example.com/op:v1" || o.Mapped[1].Refs[0] != "example.com/op:v2" {
+		t.Errorf("mapped %+v, want example.com/op:v1 once and the optional example.com/op:v2", o.Mapped)
 	}
 	if !slices.Equal(o.Unmapped, []string{"example.com/sidecar:v1", "quay.io/other:v2"}) {
 		t.Errorf("unmapped %v, want the simulated and the unmatched image", o.Unmapped)
@@ -109,10 +112,53 @@ func TestWithMappedImages(t *testing.T) {
 	}
 	o.Unmapped = nil
 	got, err := offlineImages(o)
-	if err != nil || len(got.Images) != 2 {
-		t.Errorf("offline: %d images, %v; want the bundled and the mapped one", len(got.Images), err)
+	if err != nil {
+		t.Errorf("offline: %v", err)
+	}
+	o.Unmapped = []string{"example.com/sidecar:v1", "quay.io/other:v2"}
+	if len(got.Images) != 3 {
+		t.Errorf("offline: %d images, want the bundled and the two mapped ones", len(got.Images))
 	}
 	if len(p.Options.Mapped) != 0 {
 		t.Error("WithMappedImages changed its receiver's options")
+	}
+}
+
+func TestHostFiles(t *testing.T) {
+	dir := t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(dir, "share", "sub"), 0o755))
+	must(os.WriteFile(filepath.Join(dir, "share", "sub", "data.txt"), []byte("d"), 0o644))
+	must(os.Symlink("sub/data.txt", filepath.Join(dir, "share", "link.txt")))
+	must(os.Symlink("sub", filepath.Join(dir, "share", "dirlink")))
+	elf, err := os.ReadFile("/bin/true")
+	must(err)
+	must(os.WriteFile(filepath.Join(dir, "share", "prog"), elf, 0o755))
+	must(os.WriteFile(filepath.Join(dir, "share", "script"), []byte("#!/bin/sh\n"), 0o755))
+	files, err := hostFiles(filepath.Join(dir, "share"))
+	must(err)
+	got := map[string]bool{}
+	for _, f := range files {
+		if f.Src != f.Dst {
+			t.Errorf("%s lands at %s, want the same path", f.Src, f.Dst)
+		}
+		got[strings.TrimPrefix(f.Dst, dir)] = f.Program
+	}
+	want := map[string]bool{"/share/sub/data.txt": false, "/share/link.txt": false, "/share/prog": true, "/share/script": false}
+	if len(got) != len(want) {
+		t.Errorf("files %v, want %v (a link to a folder is not entered)", got, want)
+	}
+	for k, prog := range want {
+		if p, ok := got[k]; !ok || p != prog {
+			t.Errorf("%s: present %v program %v, want present, program %v", k, ok, p, prog)
+		}
+	}
+	if _, err := hostFiles(filepath.Join(dir, "missing")); err == nil {
+		t.Error("a missing file gave no error")
 	}
 }

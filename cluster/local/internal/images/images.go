@@ -104,6 +104,12 @@ type Rule struct {
 	Install string `json:"install,omitempty"`
 	// Simulate forces the containers of matching images to be simulated.
 	Simulate bool `json:"simulate,omitempty"`
+	// Files are host files and folders (absolute paths) that an image assembled from
+	// this rule holds at the same paths, for nodes that have only what their images
+	// hold (kind without a registry): the programs and data its processes find by
+	// path or on PATH (a PostgreSQL installation). The embedded cluster's containers
+	// see the host's files, so it does not read them.
+	Files []string `json:"files,omitempty"`
 }
 
 // User is an account of an image's /etc/passwd, with its primary group.
@@ -175,6 +181,11 @@ func (r *Rule) validate(n int) error {
 			if c != "" && strings.Contains(c, "/") && !path.IsAbs(c) {
 				return fmt.Errorf("rule %d (%s): candidate %q for program %q must be an absolute path or a bare name", n, r.label(), c, name)
 			}
+		}
+	}
+	for _, f := range r.Files {
+		if !path.IsAbs(f) {
+			return fmt.Errorf("rule %d (%s): files: %q must be an absolute path", n, r.label(), f)
 		}
 	}
 	if r.WorkingDir != "" && !path.IsAbs(r.WorkingDir) {
