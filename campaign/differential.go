@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -109,6 +110,13 @@ func (r *runner) differential(ctx context.Context, envs []*env, recs []Record) e
 				}
 			}
 			if _, _, _, err := sess.declare(gctx, jb.rec.Desired, r.cfg.DifferentialFromSeed && jb.rec.Kind == model.StepRecreate); err != nil {
+				if refused(gctx, err) {
+					// The fresh namespace has no custom resource to compare with: what
+					// differs is the admission of D, not the state reached.
+					_, err := r.judgeOnly(gctx, stepInput{worker: w, index: idx, kind: model.StepDifferential, testCase: "differential:" + jb.hash,
+						misop: jb.rec.Misoperation, desired: jb.rec.Desired, prevDesired: jb.rec.Desired, prevID: jb.rec.ID(), refusal: err}, hist)
+					return err
+				}
 				r.cfg.Logger.Warn("differential run did not converge", "step", jb.rec.ID(), "err", err)
 			}
 			ref := rebase(sess.snapshot(gctx), sess.ns, jb.rec.Namespace)
@@ -152,7 +160,18 @@ func (r *runner) judgeOnly(ctx context.Context, in stepInput, curr *model.Snapsh
 		masks = append(slices.Clone(masks), r.target.DifferentialMasks...)
 	}
 	tr := &model.Transition{Step: &rec.Step, PrevDesired: in.prevDesired, Desired: in.desired, Curr: curr, Reference: in.reference, Masks: masks}
-	rec.Findings = oracles.Run(ctx, judgesOf(in.kind, r.oracles), tr)
+	if in.refusal != nil {
+		// The fresh run could not declare D: the API server (with the operator's admission
+		// webhooks) accepted it as an update of S(i-1) but refused it as a new object, so
+		// the fresh namespace holds nothing to compare with. One warning says so; comparing
+		// S(i) with an empty namespace raised an alarm per object (CloudNativePG on kind,
+		// seed 1: 14 groups "exists in the state reached but not in the reference").
+		rec.Findings = []model.Finding{{Oracle: oracles.NameDifferential, Severity: model.SeverityWarning,
+			Signature: model.Signature("differential", "refused-on-create"),
+			Summary:   fmt.Sprintf("the desired state of %s was accepted there as an update but refused as a new object in a fresh namespace, so there is no reference state to compare with: %v", in.prevID, in.refusal)}}
+	} else {
+		rec.Findings = oracles.Run(ctx, judgesOf(in.kind, r.oracles), tr)
+	}
 	for i := range rec.Findings {
 		rec.Findings[i].Misoperation = in.misop
 	}
@@ -240,4 +259,11 @@ func rebase(s *model.Snapshot, from, to string) *model.Snapshot {
 	}
 	out.CR = strings.ReplaceAll(s.CR, from, to)
 	return &out
+}
+
+// refused reports whether a declare error is the API server's refusal of the desired state
+// (not a convergence timeout, a stuck step or the campaign's end).
+func refused(ctx context.Context, err error) bool {
+	return err != nil && ctx.Err() == nil && !errors.Is(err, ErrConvergenceTimeout) && !errors.Is(err, ErrStuck) &&
+		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }

@@ -2,10 +2,14 @@ package campaign
 
 import (
 	"context"
+	"errors"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/gauntlet-dev/gauntlet/model"
 	"github.com/gauntlet-dev/gauntlet/oracles"
+	"github.com/gauntlet-dev/gauntlet/targets"
 )
 
 // A differential step judges S(i) of the history, which held a restart excused when it
@@ -44,4 +48,35 @@ func hasOracle(fs []model.Finding, name string) bool {
 		}
 	}
 	return false
+}
+
+func TestDifferentialRefusedOnCreate(t *testing.T) {
+	dir := t.TempDir()
+	j, _, err := OpenJournal(filepath.Join(dir, "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	r := &runner{dir: dir, journal: j, target: &targets.Target{}, oracles: []oracles.Oracle{oracles.NewDifferential(oracles.Config{})}}
+	hist := &model.Snapshot{Objects: map[string]model.Object{"/v1/Pod/ns/db-1": {"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "db-1", "namespace": "ns"}}}}
+	d := model.Object{"spec": map[string]any{"projectedVolumeTemplate": map[string]any{"defaultMode": 2}}}
+	in := stepInput{worker: 0, index: 5, kind: model.StepDifferential, testCase: "differential:x", desired: d, prevDesired: d, prevID: "w0/s3",
+		reference: &model.Snapshot{Objects: map[string]model.Object{}}}
+	// Without the refusal, S(i) against an empty namespace: an alarm per object.
+	rec, err := r.judgeOnly(context.Background(), in, hist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Findings) == 0 || rec.Findings[0].Severity == model.SeverityWarning {
+		t.Fatalf("an empty reference must raise an alarm (else this test proves nothing): %+v", rec.Findings)
+	}
+	in.index, in.refusal = 6, errors.New(`Cluster "example" is invalid: spec.projectedVolumeTemplate.sources: Invalid value: "null"`)
+	rec, err = r.judgeOnly(context.Background(), in, hist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Findings) != 1 || rec.Findings[0].Severity != model.SeverityWarning || !strings.Contains(rec.Findings[0].Summary, "refused as a new object") ||
+		!strings.Contains(rec.Findings[0].Summary, "w0/s3") || !strings.Contains(rec.Findings[0].Summary, "sources") {
+		t.Errorf("refused on creation: %+v, want one warning naming the step and the refusal", rec.Findings)
+	}
 }

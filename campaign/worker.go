@@ -259,8 +259,10 @@ func (s *session) stability(ctx context.Context) *model.Snapshot {
 type stepInput struct {
 	worker, index int
 	kind          model.StepKind
-	testCase      string
-	misop         bool
+	// refusal is, for a differential step, the API server's refusal of D in the fresh run.
+	refusal  error
+	testCase string
+	misop    bool
 	// cause says why the step is a misoperation when the harness finds no
 	// reason of its own (a test case labelled so by design, or the cause
 	// the step it rolls back had).
