@@ -109,20 +109,20 @@ func (r *runner) differential(ctx context.Context, envs []*env, recs []Record) e
 					return fmt.Errorf("differential: reach S0: %w", err)
 				}
 			}
+			var refusal error
 			if _, _, _, err := sess.declare(gctx, jb.rec.Desired, r.cfg.DifferentialFromSeed && jb.rec.Kind == model.StepRecreate); err != nil {
 				if refused(gctx, err) {
 					// The fresh namespace has no custom resource to compare with: what
 					// differs is the admission of D, not the state reached.
-					_, err := r.judgeOnly(gctx, stepInput{worker: w, index: idx, kind: model.StepDifferential, testCase: "differential:" + jb.hash,
-						misop: jb.rec.Misoperation, desired: jb.rec.Desired, prevDesired: jb.rec.Desired, prevID: jb.rec.ID(), refusal: err}, hist)
-					return err
+					refusal = err
+				} else {
+					r.cfg.Logger.Warn("differential run did not converge", "step", jb.rec.ID(), "err", err)
 				}
-				r.cfg.Logger.Warn("differential run did not converge", "step", jb.rec.ID(), "err", err)
 			}
 			ref := rebase(sess.snapshot(gctx), sess.ns, jb.rec.Namespace)
 			// Judge S(i) (history) against the fresh run; the recorded step is the differential one.
 			_, err = r.judgeOnly(gctx, stepInput{worker: w, index: idx, kind: model.StepDifferential, testCase: "differential:" + jb.hash,
-				misop: jb.rec.Misoperation, desired: jb.rec.Desired, prevDesired: jb.rec.Desired, reference: ref, prevID: jb.rec.ID()}, hist)
+				misop: jb.rec.Misoperation, desired: jb.rec.Desired, prevDesired: jb.rec.Desired, reference: ref, prevID: jb.rec.ID(), refusal: refusal}, hist)
 			return err
 		})
 	}

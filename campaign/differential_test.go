@@ -70,7 +70,7 @@ func TestDifferentialRefusedOnCreate(t *testing.T) {
 	if len(rec.Findings) == 0 || rec.Findings[0].Severity == model.SeverityWarning {
 		t.Fatalf("an empty reference must raise an alarm (else this test proves nothing): %+v", rec.Findings)
 	}
-	in.index, in.refusal = 6, errors.New(`Cluster "example" is invalid: spec.projectedVolumeTemplate.sources: Invalid value: "null"`)
+	in.index, in.reference, in.refusal = 6, nil, errors.New(`Cluster "example" is invalid: spec.projectedVolumeTemplate.sources: Invalid value: "null"`)
 	rec, err = r.judgeOnly(context.Background(), in, hist)
 	if err != nil {
 		t.Fatal(err)

@@ -545,6 +545,9 @@ type verdictFile struct {
 
 // writeStepFiles writes cr.yaml, state.json, events.json, operator.log and verdict.json.
 func writeStepFiles(dir string, rec *StepRecord, snap *model.Snapshot) error {
+	if snap == nil {
+		snap = &model.Snapshot{} // nothing was observed (a differential run refused)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("step folder: %w", err)
 	}
