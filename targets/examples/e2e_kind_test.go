@@ -28,3 +28,22 @@ func TestE2EKindCertManagerCleanCampaign(t *testing.T) {
 		seed:       1, timeout: 10 * time.Minute, ownLog: "cert-manager",
 		provider: kind.Provider{Options: kind.Options{StateDir: t.TempDir(), Log: slog.New(slog.DiscardHandler)}}}.run(t)
 }
+
+// TestE2EKindCloudNativePGCleanCampaign runs CloudNativePG on a kind cluster of the offline
+// node image (kind lane): its operator image and its PostgreSQL 15 operand image (named by the
+// seed's spec.imageName) are assembled from the target's image mapping — the operand with the
+// rule's files: Debian's PostgreSQL, its data, time zones, the C.UTF-8 locale and a shell —
+// and its operator Deployment, which pulls Always, runs the loaded image. instances 1→2 makes
+// a streaming replica (pg_basebackup between pods across the node's bridge); no alarm.
+func TestE2EKindCloudNativePGCleanCampaign(t *testing.T) {
+	t.Parallel()
+	testenv.NeedE2E(t, local.ControlPlaneBinDir())
+	kindtest.NeedLane(t, false)
+	needBuilt(t, "build it with `make cnpg`", "${GAUNTLET_CACHE_DIR}/cnpg/v1.28.2/manager")
+	testenv.NeedFile(t, "/usr/lib/postgresql/15/bin/postgres", "install PostgreSQL 15 with `make cnpg` (Debian's postgresql-15)")
+	cleanCampaign{name: "CloudNativePG on kind", target: filepath.Join("cloudnative-pg", "cloudnative-pg.yaml"),
+		properties: []string{"spec.instances"},
+		cases:      []string{"spec.instances#number/change"},
+		seed:       3, timeout: 15 * time.Minute, ownLog: "postgresql.cnpg.io",
+		provider: kind.Provider{Options: kind.Options{StateDir: t.TempDir(), Log: slog.New(slog.DiscardHandler)}}}.run(t)
+}
