@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/distribution/reference"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -812,48 +813,30 @@ func usePreloaded(o map[string]any, preloaded map[string]bool) []string {
 		return nil
 	}
 	var changed []string
-	var walk func(v any)
-	walk = func(v any) {
-		switch x := v.(type) {
-		case map[string]any:
-			for _, key := range []string{"containers", "initContainers"} {
-				cs, _ := x[key].([]any)
-				for _, c := range cs {
-					cm, _ := c.(map[string]any)
-					img, _ := cm["image"].(string)
-					if cm == nil || !preloaded[img] {
-						continue
-					}
-					policy, _ := cm["imagePullPolicy"].(string)
-					if policy == "Always" || (policy == "" && pullsAlwaysByDefault(img)) {
-						cm["imagePullPolicy"] = "IfNotPresent"
-						changed = append(changed, img)
-					}
-				}
-			}
-			for _, e := range x {
-				walk(e)
-			}
-		case []any:
-			for _, e := range x {
-				walk(e)
-			}
+	targets.EachContainer(o, func(c map[string]any) {
+		img, _ := c["image"].(string)
+		if !preloaded[img] {
+			return
 		}
-	}
-	walk(o)
+		policy, _ := c["imagePullPolicy"].(string)
+		if policy == "Always" || (policy == "" && pullsAlwaysByDefault(img)) {
+			c["imagePullPolicy"] = "IfNotPresent"
+			changed = append(changed, img)
+		}
+	})
 	return changed
 }
 
 // pullsAlwaysByDefault reports whether Kubernetes defaults img's pull policy to Always:
 // tagged latest, or neither tagged nor pinned by digest.
 func pullsAlwaysByDefault(img string) bool {
-	if strings.Contains(img, "@") {
+	ref, err := reference.ParseNormalizedNamed(img)
+	if err != nil {
 		return false
 	}
-	name := img[strings.LastIndex(img, "/")+1:]
-	tag, ok := "", false
-	if i := strings.LastIndex(name, ":"); i >= 0 {
-		tag, ok = name[i+1:], true
+	if _, ok := ref.(reference.Digested); ok {
+		return false
 	}
-	return !ok || tag == "latest"
+	t, ok := ref.(reference.Tagged)
+	return !ok || t.Tag() == "latest"
 }

@@ -34,3 +34,14 @@ func TestUsePreloaded(t *testing.T) {
 		t.Errorf("no preloaded images: changed %v", got)
 	}
 }
+
+func TestPullsAlwaysByDefault(t *testing.T) {
+	for img, want := range map[string]bool{
+		"example.com/op:1.0": false, "example.com/op:latest": true, "example.com/op": true, "localhost:5000/op": true,
+		"valkey/valkey:8.1": false, "example.com/op@sha256:" + strings.Repeat("a", 64): false,
+	} {
+		if got := pullsAlwaysByDefault(img); got != want {
+			t.Errorf("pullsAlwaysByDefault(%q) = %v, want %v", img, got, want)
+		}
+	}
+}

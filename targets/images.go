@@ -37,6 +37,17 @@ func (t *Target) Images() ([]string, error) {
 // container found anywhere in obj (a Pod, a workload's pod template, a CronJob's
 // job template).
 func collectImages(obj any, add func(string)) {
+	EachContainer(obj, func(c map[string]any) {
+		if img, ok := c["image"].(string); ok {
+			add(img)
+		}
+	})
+}
+
+// EachContainer calls fn with every container, init container and ephemeral
+// container found anywhere in obj (a Pod, a workload's pod template, a
+// CronJob's job template); fn may change the container in place.
+func EachContainer(obj any, fn func(c map[string]any)) {
 	switch x := obj.(type) {
 	case map[string]any:
 		for k, v := range x {
@@ -44,19 +55,17 @@ func collectImages(obj any, add func(string)) {
 				if list, ok := v.([]any); ok {
 					for _, c := range list {
 						if cm, ok := c.(map[string]any); ok {
-							if img, ok := cm["image"].(string); ok {
-								add(img)
-							}
+							fn(cm)
 						}
 					}
 					continue
 				}
 			}
-			collectImages(v, add)
+			EachContainer(v, fn)
 		}
 	case []any:
 		for _, v := range x {
-			collectImages(v, add)
+			EachContainer(v, fn)
 		}
 	}
 }
