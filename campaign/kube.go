@@ -313,10 +313,7 @@ func (k *kube) applyFixtures(ctx context.Context, files []string, ns string) err
 			if md != nil {
 				md["namespace"] = ns
 			}
-			if err := retryWebhook(ctx, fixtureSettle, func() error { return k.apply(ctx, o, ns) }); err != nil {
-				if isWebhookUnreachable(err) && ctx.Err() == nil {
-					return fmt.Errorf("fixture %s: %w (still failing after %s; %s)", f, err, fixtureSettle, k.webhookDiagnosis(ctx))
-				}
+			if err := k.applyThroughWebhook(ctx, fixtureSettle, o, ns); err != nil {
 				return fmt.Errorf("fixture %s: %w", f, err)
 			}
 			applied = append(applied, o)

@@ -49,6 +49,17 @@ func retryWebhook(ctx context.Context, settle time.Duration, apply func() error)
 	return err
 }
 
+// applyThroughWebhook applies obj in ns, again while an admission webhook cannot be
+// called (retryWebhook), for up to settle; when it still cannot be called the error
+// says what stands in the way (webhookDiagnosis).
+func (k *kube) applyThroughWebhook(ctx context.Context, settle time.Duration, obj map[string]any, ns string) error {
+	err := retryWebhook(ctx, settle, func() error { return k.apply(ctx, obj, ns) })
+	if isWebhookUnreachable(err) && ctx.Err() == nil {
+		return fmt.Errorf("%w (still failing after %s; %s)", err, settle, k.webhookDiagnosis(ctx))
+	}
+	return err
+}
+
 // webhookDiagnosis describes, for an error report, what stands between the API
 // server and the admission webhooks: each webhook's CA bundle (absent until a
 // CA injector writes it; otherwise the subject and validity of the CA it

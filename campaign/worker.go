@@ -175,7 +175,7 @@ func (s *session) declare(ctx context.Context, d model.Object, recreate bool) (s
 	// restarting after a lost lease), the API server has not judged the desired
 	// state: apply again, as fixtures are, for up to webhookSettle. A longer
 	// outage is returned and recorded as before.
-	if err := retryWebhook(ctx, webhookSettle, func() error { return s.env.kube.apply(ctx, obj, s.ns) }); err != nil {
+	if err := s.env.kube.applyThroughWebhook(ctx, webhookSettle, obj, s.ns); err != nil {
 		return started, time.Time{}, nil, err
 	}
 	// The quiet window starts when the apply returned, not when it was sent:
@@ -259,10 +259,8 @@ func (s *session) stability(ctx context.Context) *model.Snapshot {
 type stepInput struct {
 	worker, index int
 	kind          model.StepKind
-	// refusal is, for a differential step, the API server's refusal of D in the fresh run.
-	refusal  error
-	testCase string
-	misop    bool
+	testCase      string
+	misop         bool
 	// cause says why the step is a misoperation when the harness finds no
 	// reason of its own (a test case labelled so by design, or the cause
 	// the step it rolls back had).
@@ -274,9 +272,11 @@ type stepInput struct {
 	recreate    bool
 	// reference is S(i-1) for rollbacks (recovery oracle) or the fresh run's state (differential).
 	reference *model.Snapshot
-	caseBase  model.Object
-	cursor    Cursor
-	prevID    string
+	// refusal is, for a differential step, the API server's refusal of D in the fresh run.
+	refusal  error
+	caseBase model.Object
+	cursor   Cursor
+	prevID   string
 	// noJudge skips oracles (seed steps of replays).
 	noJudge bool
 	// fault is injected with the step (fault steps; persistent faults and operator
