@@ -7,7 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/gauntlet-dev/gauntlet/cluster"
@@ -50,30 +50,9 @@ func MappedImage(ref string, r imagemap.Rule) (Image, error) {
 	if len(img.Entrypoint) == 0 && r.PrependProgram != "" {
 		img.Entrypoint = []string{r.PrependProgram}
 	}
-	keys := make([]string, 0, len(r.Env))
-	for k := range r.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		img.Env = append(img.Env, k+"="+r.Env[k])
-	}
+	img.Env = r.EnvList()
 	if len(r.Users) > 0 {
-		var pw, gr strings.Builder
-		pw.WriteString("root:x:0:0:root:/root:/bin/sh\n")
-		gr.WriteString("root:x:0:\n")
-		for _, u := range r.Users {
-			home, shell := u.Home, u.Shell
-			if home == "" {
-				home = "/"
-			}
-			if shell == "" {
-				shell = "/bin/sh"
-			}
-			fmt.Fprintf(&pw, "%s:x:%d:%d:%s:%s:%s\n", u.Name, u.UID, u.GID, u.Name, home, shell)
-			fmt.Fprintf(&gr, "%s:x:%d:\n", u.Name, u.GID)
-		}
-		img.Passwd, img.Group = pw.String(), gr.String()
+		img.Passwd, img.Group = imagemap.Passwd(r.Users), imagemap.Group(r.Users)
 	}
 	return img, nil
 }
@@ -97,14 +76,15 @@ func (p Provider) WithMappedImages(rules []imagemap.Rule, required, optional []s
 	}
 	mapped := append([]Image(nil), p.Options.Mapped...)
 	unmapped := append([]string(nil), p.Options.Unmapped...)
+	matched, err := imagemap.MatchEach(rules, append(slices.Clone(required), optional...))
+	if err != nil {
+		return nil, err
+	}
 	add := func(ref string, mustMap bool) error {
 		if ref == "" || have[ref] {
 			return nil
 		}
-		r, ok, err := imagemap.Match(rules, ref)
-		if err != nil {
-			return err
-		}
+		r, ok := matched[ref]
 		if !ok || r.Simulate {
 			if mustMap {
 				have[ref] = true

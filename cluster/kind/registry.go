@@ -206,13 +206,9 @@ type Info struct {
 	// Running says whether the process that created it still runs; a cluster
 	// whose owner is gone is removed by GC.
 	Running bool
-	// Created is when it was recorded.
-	Created time.Time
 	// PodSubnet is the pod network the host routes to the node (offline image),
 	// empty with kind's own node image.
 	PodSubnet string
-	// NodeIP is the node container's address.
-	NodeIP string
 	// Kubeconfig is the cluster's kubeconfig file.
 	Kubeconfig string
 }
@@ -234,8 +230,7 @@ func List(stateDir string) ([]Info, error) {
 	}
 	infos := make([]Info, 0, len(recs))
 	for _, r := range recs {
-		infos = append(infos, Info{Name: r.Name, Running: r.ownerAlive(), Created: r.Created,
-			PodSubnet: r.PodSubnet, NodeIP: r.NodeIP, Kubeconfig: r.Kubeconfig})
+		infos = append(infos, Info{Name: r.Name, Running: r.ownerAlive(), PodSubnet: r.PodSubnet, Kubeconfig: r.Kubeconfig})
 	}
 	sort.Slice(infos, func(i, j int) bool { return infos[i].Name < infos[j].Name })
 	return infos, nil

@@ -148,14 +148,30 @@ type Program = images.Alias
 // User is an account of an image's /etc/passwd (Rule.Users).
 type User = images.User
 
-// Match returns the first of rules (the shipped defaults left out) that maps image.
-func Match(rules []Rule, image string) (Rule, bool, error) {
+// MatchEach returns, for each of imgs that one of rules (the shipped defaults
+// left out) maps, the first rule that does.
+func MatchEach(rules []Rule, imgs []string) (map[string]Rule, error) {
 	m, err := images.New(rules, images.Options{})
 	if err != nil {
-		return Rule{}, false, fmt.Errorf("image mapping: %w", err)
+		return nil, fmt.Errorf("image mapping: %w", err)
 	}
-	r, ok := m.Match(image)
-	return r, ok, nil
+	out := map[string]Rule{}
+	for _, img := range imgs {
+		if r, ok := m.Match(img); ok {
+			out[img] = r
+		}
+	}
+	return out, nil
+}
+
+// Passwd is the /etc/passwd of an image that holds users' accounts beside root's.
+func Passwd(users []User) string {
+	return string(images.Passwd([]byte("root:x:0:0:root:/root:/bin/sh\n"), users))
+}
+
+// Group is the /etc/group of an image that holds users' primary groups beside root's.
+func Group(users []User) string {
+	return string(images.Group([]byte("root:x:0:\n"), users))
 }
 
 // ImagePrograms lists the programs an image of rule r holds when assembled from

@@ -153,6 +153,16 @@ func (r *Rule) label() string {
 	return "(unnamed)"
 }
 
+// EnvList is the rule's environment as KEY=VALUE, sorted by key (nil when empty).
+func (r Rule) EnvList() []string {
+	var out []string
+	for k, v := range r.Env {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // validate checks one rule; n is its 1-based position.
 func (r *Rule) validate(n int) error {
 	if len(r.Images) == 0 && len(r.Entrypoint) == 0 && len(r.Cmd) == 0 && len(r.Programs) == 0 &&
@@ -356,10 +366,7 @@ func (m *Mapping) Resolve(image string, command, args []string) (Resolution, err
 	}
 	res.UID, res.GID, _ = parseUser(r.User) // validated by New
 	res.Users = append([]User(nil), r.Users...)
-	for k, v := range r.Env {
-		res.Env = append(res.Env, k+"="+v)
-	}
-	sort.Strings(res.Env)
+	res.Env = r.EnvList()
 
 	var argv []string
 	switch {
@@ -425,11 +432,7 @@ func (m *Mapping) program(r Rule, name, workDir string) (string, error) {
 			return p, nil
 		}
 	} else if strings.Contains(name, "/") {
-		dir := workDir
-		if dir == "" {
-			dir = "/"
-		}
-		if p, ok := m.lookup(path.Join(dir, name)); ok {
+		if p, ok := m.lookup(path.Join(orRoot(workDir), name)); ok {
 			return p, nil
 		}
 	}
