@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gauntlet-dev/gauntlet/internal/atomicfile"
 	"github.com/gauntlet-dev/gauntlet/model"
 )
 
@@ -295,7 +296,7 @@ func WriteSummary(dir string, s Summary) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(dir, SummaryFile), b); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, SummaryFile), b, 0o644); err != nil {
 		return fmt.Errorf("write summary: %w", err)
 	}
 	return nil
@@ -374,38 +375,6 @@ func normalize(s Summary) Summary {
 		}
 	}
 	return s
-}
-
-func writeFileAtomic(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // no-op after the rename
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		_ = d.Sync() // best effort: make the rename durable
-		d.Close()
-	}
-	return nil
 }
 
 // StepRecord is one executed step as Build needs it: the recorded step (its

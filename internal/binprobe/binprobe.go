@@ -22,6 +22,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gauntlet-dev/gauntlet/internal/atomicfile"
 )
 
 // Prober runs probes and caches their answers in Dir.
@@ -100,18 +102,8 @@ func (p Prober) store(key, out string) {
 	if err := os.MkdirAll(p.Dir, 0o755); err != nil {
 		return
 	}
-	tmp, err := os.CreateTemp(p.Dir, ".probe-*")
-	if err != nil {
+	if err := atomicfile.Write(filepath.Join(p.Dir, key), []byte(out), 0o644); err != nil {
 		return
-	}
-	_, werr := tmp.WriteString(out)
-	cerr := tmp.Close()
-	if werr != nil || cerr != nil {
-		os.Remove(tmp.Name())
-		return
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(p.Dir, key)); err != nil {
-		os.Remove(tmp.Name())
 	}
 	p.prune()
 }

@@ -91,8 +91,8 @@ func TestOutputRetriesTimeoutOnce(t *testing.T) {
 	dir := t.TempDir()
 	count := filepath.Join(dir, "count")
 	// The first run is slow (as under load), the second answers at once.
-	prog := script(t, dir, `echo run >> `+count+`; if [ "$(wc -l < `+count+`)" -eq 1 ]; then sleep 5; fi; echo ok`)
-	p := Prober{Timeout: 300 * time.Millisecond}
+	prog := script(t, dir, `echo run >> `+count+`; if [ "$(wc -l < `+count+`)" -eq 1 ]; then sleep 30; fi; echo ok`)
+	p := Prober{Timeout: time.Second} // the retry gets 3 s: room for a loaded machine
 	out, err := p.Output(context.Background(), prog)
 	if err != nil {
 		t.Fatalf("want the retry to answer: %v", err)

@@ -22,6 +22,8 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/gauntlet-dev/gauntlet/internal/atomicfile"
 )
 
 // ErrNotConfigured is returned when a value is not cached and no endpoint is configured.
@@ -283,19 +285,7 @@ func (c *Client) Save() error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create LLM cache directory: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, ".llm-cache-*")
-	if err != nil {
-		return fmt.Errorf("write LLM cache: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write LLM cache: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write LLM cache: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), c.cfg.CacheFile); err != nil {
+	if err := atomicfile.Write(c.cfg.CacheFile, append(data, '\n'), 0o600); err != nil {
 		return fmt.Errorf("write LLM cache: %w", err)
 	}
 	c.dirty = false
