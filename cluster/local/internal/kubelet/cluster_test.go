@@ -816,6 +816,13 @@ func TestStopLeavesNothing(t *testing.T) {
 		pid = proc.PID()
 		return true, ""
 	})
+	// The node reports Running to the API after the process starts: under load the
+	// report could still be on its way when the node stopped (make test, 2026-11-27:
+	// "pod phase after node stop = Pending"), which is not what this test judges.
+	waitFor(t, 20*time.Second, "victim reported Running", func() (bool, string) {
+		ph := c.getPod(t, ns, "victim").Status.Phase
+		return ph == corev1.PodRunning, string(ph)
+	})
 	p := c.getPod(t, ns, "victim")
 	// Identity is PID plus start time: with pid_max 32768 and other tests spawning
 	// processes, a bare PID can be reused by an unrelated process within a second.
