@@ -132,7 +132,7 @@ test: deps tools controlplane coredns certmanager cnpg build $(KIND_LANE)
 test-unit:
 	@$(GO) test -short -count=1 ./...
 
-## bench: benchmarks that print the figures quoted in the README
+## bench: benchmarks that print the figures quoted in docs/results.md
 bench: deps controlplane coredns build
 	@echo "bench: embedded cluster (up, pod start, idle memory)" >&2
 	@$(GO) test -run '^$$' -bench . -benchtime 5x -count 1 ./cluster/local/...

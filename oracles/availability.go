@@ -76,7 +76,7 @@ func requests(tr *model.Transition) []model.Op {
 	return out
 }
 
-// AvailabilityOracle finds outages during transitions (DESIGN §3, "availability
+// AvailabilityOracle finds outages during transitions (docs/architecture.md §3, "availability
 // & durability"): the success rate of the workload's requests (Availability)
 // below a threshold. The threshold depends on the step:
 //

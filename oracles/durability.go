@@ -202,7 +202,7 @@ func readFromReplica(r model.Op, smp []*model.SystemSample) bool {
 	return false
 }
 
-// Durability finds data loss across transitions (DESIGN §3, "availability &
+// Durability finds data loss across transitions (docs/architecture.md §3, "availability &
 // durability"), after the fact from the workload's history
 // (Transition.History):
 //

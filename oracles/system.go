@@ -13,7 +13,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/model"
 )
 
-// SystemState checks S ⊨ D inside the managed system (DESIGN §3, "system
+// SystemState checks S ⊨ D inside the managed system (docs/architecture.md §3, "system
 // state"), on the system monitor's reading at snapshot time (Curr.System) of a
 // step that converged:
 //
@@ -41,7 +41,7 @@ import (
 //     readings of Transition.Stability): a failover after convergence, with D
 //     unchanged, is a reconciliation that did not settle.
 //
-// Timed-out steps are not judged (health reports the timeout). Faults (DESIGN
+// Timed-out steps are not judged (health reports the timeout). Faults (docs/architecture.md
 // §2, OAT's fault strategies): while a persistent fault is still in place, the
 // members it targets are left out (a fault that targets a role rather than a
 // pod leaves every member out, and nothing is judged); once every fault of the

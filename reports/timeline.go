@@ -145,7 +145,7 @@ type outcome struct {
 }
 
 // isStuck reports whether the step ended early without progress (the stuck
-// window of DESIGN §3) rather than at the hard timeout.
+// window of docs/architecture.md §3) rather than at the hard timeout.
 func isStuck(e TimelineEntry) bool { return e.Stuck && !e.TimedOut }
 
 // stepOutcome classifies a step; stuck comes from isStuck.

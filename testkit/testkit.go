@@ -18,7 +18,7 @@
 // running binary re-executed: importing testkit installs that entry point (an
 // init function calling local.Init), so a test package needs no TestMain.
 //
-// This is a test helper package: unlike the harness's libraries (DESIGN §6,
+// This is a test helper package: unlike the harness's libraries (docs/architecture.md §6,
 // "library code never takes *testing.T"), Run takes a testing.TB and reports
 // through it. The replay and judging underneath return errors and are plain
 // Go.
