@@ -179,6 +179,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	res.Bench.SetupSeconds = setup.Seconds()
+	if after := cfg.AfterSeed; after != nil {
+		n := len(uniqueEnvs(envs))
+		var once sync.Once
+		r.cfg.AfterSeed = func(ctx context.Context, _ int) { once.Do(func() { after(ctx, n) }) }
+	}
 
 	if cfg.Faults != nil {
 		r.faultKinds, res.UnsupportedFaults = supportedKinds(envs[0].inj, cfg.Faults.Kinds, len(cfg.Target.Operator.Command) > 0)
@@ -259,6 +264,11 @@ func (r *runner) finish(ctx context.Context, envs []*env, jpath string, res *Res
 	}
 	res.Finished = time.Now().UTC()
 	bench(res, time.Since(began))
+	if r.cfg.Gate != nil {
+		var waited time.Duration
+		res.Bench.BackoffWaits, waited = r.cfg.Gate.Stats()
+		res.Bench.BackoffSeconds = waited.Seconds()
+	}
 	if err := r.writeAlarms(res); err != nil {
 		return err
 	}
@@ -446,6 +456,36 @@ func (r *runner) startEnvs(ctx context.Context, n int, tag string) ([]*env, time
 	return envs, time.Since(t0), nil
 }
 
+// enterGate holds a worker's next iteration back while Config.Gate says the
+// host is saturated (the worker's API server latency is one of its readings).
+func (r *runner) enterGate(ctx context.Context, e *env) error {
+	if r.cfg.Gate == nil {
+		return nil
+	}
+	_, err := r.cfg.Gate.Enter(ctx, func(ctx context.Context) time.Duration { return apiLatency(ctx, e) })
+	return err
+}
+
+// leaveGate ends an iteration enterGate let start.
+func (r *runner) leaveGate() {
+	if r.cfg.Gate != nil {
+		r.cfg.Gate.Leave()
+	}
+}
+
+// apiLatency is how long the cluster's API server takes to answer /readyz
+// (at most 5 s: a slower answer is saturation enough).
+func apiLatency(ctx context.Context, e *env) time.Duration {
+	if e == nil || e.kube == nil || e.kube.cs == nil {
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	_, _ = e.kube.cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	return time.Since(t0)
+}
+
 func uniqueEnvs(envs []*env) []*env {
 	seen := map[*env]bool{}
 	var out []*env
@@ -465,12 +505,23 @@ func (r *runner) runWorker(ctx context.Context, e *env, w int, plan *inputgen.Pl
 		return err
 	}
 	defer sess.close(ctx)
+	// Each iteration (the seed, or a desired state with its fault and
+	// rollback) passes the back-off gate, if any.
+	leave := func() {}
+	defer func() { leave() }()
 	// S0, or on resume the recorded state, re-reached by replaying D(i).
 	var pos workerPos
+	if err := r.enterGate(ctx, e); err != nil {
+		return err
+	}
+	leave = r.leaveGate
 	if st.Last == nil {
 		rec, snap, err := sess.run(ctx, stepInput{worker: w, index: 0, kind: model.StepSeed, desired: plan.Base, cursor: Cursor{}})
 		if err != nil {
 			return err
+		}
+		if r.cfg.AfterSeed != nil && !rec.Unconverged() {
+			r.cfg.AfterSeed(ctx, 0) // once: see Run
 		}
 		pos = workerPos{prevD: plan.Base, prevS: snap, prevID: rec.ID(), index: 1}
 		if rec.Alarm() {
@@ -483,11 +534,18 @@ func (r *runner) runWorker(ctx context.Context, e *env, w int, plan *inputgen.Pl
 	applied, pending, caseBase := pos.applied, pos.pending, pos.caseBase
 	iterStart, first := time.Now(), true
 	for cur.Case < len(cases) {
-		if now := time.Now(); !first {
-			r.budget.observe(now.Sub(iterStart))
-			iterStart = now
+		if !first {
+			// The iteration's own time, without the gate's wait before it.
+			r.budget.observe(time.Since(iterStart))
+			leave()
+			leave = func() {}
+			if err := r.enterGate(ctx, e); err != nil {
+				return err
+			}
+			leave = r.leaveGate
 		}
 		first = false
+		iterStart = time.Now()
 		if !r.budget.mayStart(time.Now()) {
 			r.cfg.Logger.Info("worker stops: the campaign's budget would be overrun", "worker", w, "case", cur.Case, "of", len(cases))
 			return nil

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/gauntlet-dev/gauntlet/capacity"
 	"github.com/gauntlet-dev/gauntlet/cluster"
 	"github.com/gauntlet-dev/gauntlet/inputgen"
 	"github.com/gauntlet-dev/gauntlet/model"
@@ -31,8 +32,17 @@ type Config struct {
 	// SharedCluster runs every worker in its own namespace of one cluster instead of one
 	// cluster per worker (less memory; the operator's log is then shared).
 	SharedCluster bool
-	// Workers is the number of parallel workers (default 1).
+	// Workers is the number of parallel workers (default 1; `gauntlet run`
+	// picks it with capacity.Decide unless --workers N forces it).
 	Workers int
+	// Gate, when set, holds a worker's next iteration (a desired state with
+	// its fault and rollback) back while the host is saturated and another is
+	// in flight (capacity.Gate); nil starts every iteration at once.
+	Gate *capacity.Gate
+	// AfterSeed, when set, is called once, when the first worker's seed
+	// converged, with the number of clusters running (`gauntlet run` measures
+	// a cluster's memory then, for the next --workers auto).
+	AfterSeed func(ctx context.Context, clusters int)
 	// Seed fixes every random choice (plan generation and partitioning); recorded in the results.
 	Seed int64
 	// OutDir is the results folder (default "gauntlet-results").
@@ -223,4 +233,8 @@ type Bench struct {
 	MeanStabilityMs float64 `json:"meanStabilityMs"`
 	// Setup is the time spent creating clusters and deploying the operator, in seconds.
 	SetupSeconds float64 `json:"setupSeconds"`
+	// BackoffWaits counts the iterations Config.Gate held back on a saturated
+	// host; BackoffSeconds is how long they waited together.
+	BackoffWaits   int     `json:"backoffWaits,omitempty"`
+	BackoffSeconds float64 `json:"backoffSeconds,omitempty"`
 }

@@ -102,7 +102,8 @@ func newRunCmd(g *globals) *cobra.Command {
 	var (
 		rf                                      runFlags
 		target, out, resume, order              string
-		workers, maxSteps                       int
+		workers                                 string
+		maxSteps                                int
 		seed                                    int64
 		goTests, shared, noDiff, noMin          bool
 		minMisop                                bool
@@ -135,12 +136,15 @@ shard plans the same; off plans without it on every shard. The journal records
 which, and --resume keeps the recorded plan.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg := campaign.Config{Workers: workers, Seed: seed, OutDir: out, MaxSteps: maxSteps, GoTests: goTests,
+			nWorkers, autoW, err := parseWorkers(workers)
+			if err != nil {
+				return err
+			}
+			cfg := campaign.Config{Workers: nWorkers, Seed: seed, OutDir: out, MaxSteps: maxSteps, GoTests: goTests,
 				SharedCluster: shared, NoDifferential: noDiff, NoMinimize: noMin, Progress: cmd.ErrOrStderr(), Quiet: g.quiet, Logger: g.logger()}
 			cfg.Converge.Quiet, cfg.Converge.QuietUnobserved, cfg.Converge.Timeout, cfg.Converge.Stuck = quietWin, quietUnobs, timeout, stuckWin
 			cfg.MinimizeBudget, cfg.DifferentialFromSeed, cfg.Budget = minBudget, fromSeed, budget
 			cfg.MinimizeMisoperations, cfg.Order = minMisop, order
-			var err error
 			if cfg.Shard, err = campaign.ParseShard(shard, os.Getenv); err != nil {
 				return fmt.Errorf("--shard: %w", err)
 			}
@@ -176,6 +180,10 @@ which, and --resume keeps the recorded plan.`,
 				}
 				t.Properties = st.Properties
 				cfg.Target, cfg.Provider = t, p
+				if autoW {
+					// The recorded worker count stays; the back-off applies.
+					cfg.Gate = newAutoWorkers(rf.backend, t.Source, g.logger(), cmd.ErrOrStderr()).gate()
+				}
 				// Clusters of the killed run are gone with their owner; collect what they left.
 				if lp, ok := p.(local.Provider); ok {
 					if _, err := local.GC(cmd.Context(), lp.Options.StateRoot); err != nil {
@@ -192,6 +200,13 @@ which, and --resume keeps the recorded plan.`,
 				}
 				cfg.Target, cfg.Provider = t, p
 				cfg.Plan.Lenient = lenient
+				if autoW {
+					aw := newAutoWorkers(rf.backend, t.Source, g.logger(), cmd.ErrOrStderr())
+					if cfg.Workers, err = aw.decide(shared); err != nil {
+						return err
+					}
+					cfg.Gate, cfg.AfterSeed = aw.gate(), aw.afterSeed
+				}
 				mode, err := campaign.CoreCheckMode(validateCore, cfg.Shard)
 				if err != nil {
 					return err
@@ -236,7 +251,7 @@ which, and --resume keeps the recorded plan.`,
 	rf.add(cmd)
 	f := cmd.Flags()
 	f.StringVar(&target, "target", "", "built-in target name (valkey) or a target file (YAML, or Acto's config JSON)")
-	f.IntVar(&workers, "workers", 1, "parallel workers, each with its own embedded cluster")
+	f.StringVar(&workers, "workers", workersAuto, "parallel workers, each with its own cluster: auto (as many clusters as memory allows, at most 3 per core, printing why; no new step starts while the host is saturated) or N")
 	f.Int64Var(&seed, "seed", 1, "random seed (plan and partitioning); recorded in the summary")
 	f.StringVar(&out, "out", "gauntlet-results", "results folder")
 	f.IntVar(&maxSteps, "max-steps", 0, "bound the planned steps (0: the whole plan)")
