@@ -137,6 +137,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Target == nil || cfg.Provider == nil {
 		return nil, errors.New("campaign: Config.Target and Config.Provider are required")
 	}
+	// A mask or oracle setting the oracles cannot honour is refused, not skipped.
+	if err := OracleConfig(cfg.Target).Validate(); err != nil {
+		return nil, fmt.Errorf("campaign: target %s: %w", cfg.Target.Name, err)
+	}
+	for _, w := range cfg.Target.Warnings {
+		cfg.Logger.Warn("target setting not honoured", "target", cfg.Target.Name, "what", w)
+		if !cfg.Quiet {
+			fmt.Fprintln(cfg.Progress, "gauntlet: warning:", w)
+		}
+	}
 	var err error
 	if cfg.Provider, err = prepareImages(cfg.Provider, cfg.Target); err != nil {
 		return nil, err

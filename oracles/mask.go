@@ -23,12 +23,24 @@ import (
 //	Pod/cache-*/status.podIP         (kind "*" is any kind; names are path.Match globs)
 //	PersistentVolumeClaim/data-*     whole objects (no path): they are ignored
 //	<timestamps>                     every RFC 3339 timestamp string reads as "<timestamp>"
+//	acto:<regex>                     Acto's diff_ignore_fields: every field whose DeepDiff path
+//	                                 matches the regular expression (searched, not anchored)
+//
+// An acto: mask sees each object as Acto's system state holds it: a field's path
+// is root['<kind in snake case>']['<name>'] followed by ['key'] per map key and
+// [i] per list index (root['stateful_set']['cache']['spec']['replicas']), so
+// regexes naming only the field part (\['metadata'\]\['annotations'\]\['x'\])
+// apply to every object. The regex is Go's RE2: lookaround and back references
+// do not parse and are reported as bad masks.
 //
 // A masked field is removed with everything below it, so a field present in one
 // state and absent in the other is not a difference either.
 
 // MaskTimestamps is the mask that makes every RFC 3339 timestamp value compare equal.
 const MaskTimestamps = "<timestamps>"
+
+// MaskActoPrefix starts a mask holding one of Acto's diff_ignore_fields regexes.
+const MaskActoPrefix = "acto:"
 
 // timestampValue replaces masked timestamps.
 const timestampValue = "<timestamp>"
@@ -41,11 +53,12 @@ type maskRule struct {
 	path       jsonv.Path
 	whole      bool // the whole object
 	timestamps bool
+	re         *regexp.Regexp // an acto: mask
 	src        string
 }
 
 // ErrBadMask is returned for a mask that does not parse.
-var ErrBadMask = errors.New("mask must be a field path, Kind/name-glob, Kind/name-glob/field-path or " + MaskTimestamps)
+var ErrBadMask = errors.New("mask must be a field path, Kind/name-glob, Kind/name-glob/field-path, " + MaskActoPrefix + "<regex> or " + MaskTimestamps)
 
 func parseMask(s string) (maskRule, error) {
 	r := maskRule{src: s}
@@ -55,6 +68,17 @@ func parseMask(s string) (maskRule, error) {
 	}
 	if strings.TrimSpace(s) == "" {
 		return r, fmt.Errorf("empty mask: %w", ErrBadMask)
+	}
+	if expr, ok := strings.CutPrefix(s, MaskActoPrefix); ok {
+		re, err := regexp.Compile(expr)
+		if err != nil {
+			return r, fmt.Errorf("mask %q: Acto regex (Go RE2 syntax; rewrite lookaround or back references): %v: %w", s, err, ErrBadMask)
+		}
+		if expr == "" {
+			return r, fmt.Errorf("mask %q: empty Acto regex: %w", s, ErrBadMask)
+		}
+		r.re = re
+		return r, nil
 	}
 	rest := s
 	if i := strings.IndexByte(s, '/'); i > 0 && kindRE.MatchString(s[:i]) {
@@ -88,8 +112,9 @@ func parseMask(s string) (maskRule, error) {
 	return r, nil
 }
 
-// ValidateMasks checks that every mask parses; Mask, Diff and the oracles ignore
-// masks that do not (validate user input with it first).
+// ValidateMasks checks that every mask parses. Config.Validate calls it, and a
+// campaign refuses a configuration that does not validate; Mask, Diff and the
+// oracles skip masks that do not parse.
 func ValidateMasks(masks []string) error {
 	var errs []error
 	for _, m := range masks {
@@ -222,6 +247,14 @@ func applyMasks(obj model.Object, rules []maskRule) model.Object {
 			maskTimestamps(out)
 			continue
 		}
+		if r.re != nil {
+			root := actoRoot(kind, name)
+			if r.re.MatchString(root) {
+				return nil
+			}
+			out = maskActo(out, root, r.re).(map[string]any)
+			continue
+		}
 		if !r.appliesTo(kind, name) {
 			continue
 		}
@@ -241,11 +274,53 @@ func applyMasks(obj model.Object, rules []maskRule) model.Object {
 func wholeMasked(obj model.Object, rules []maskRule) bool {
 	kind, name := objKindName(obj)
 	for _, r := range rules {
-		if r.whole && r.appliesTo(kind, name) {
+		if r.whole && r.appliesTo(kind, name) || r.re != nil && r.re.MatchString(actoRoot(kind, name)) {
 			return true
 		}
 	}
 	return false
+}
+
+// actoRoot is the DeepDiff path of an object in Acto's system state:
+// root['<kind in snake case>']['<name>'].
+func actoRoot(kind, name string) string {
+	var b strings.Builder
+	for i, c := range kind {
+		if c >= 'A' && c <= 'Z' {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			c += 'a' - 'A'
+		}
+		b.WriteRune(c)
+	}
+	return "root" + actoKey(b.String()) + actoKey(name)
+}
+
+// actoKey is a map key's DeepDiff path segment (Python's repr of a str).
+func actoKey(k string) string {
+	q := "'"
+	if strings.Contains(k, "'") && !strings.Contains(k, `"`) {
+		q = `"`
+	}
+	return "[" + q + strings.ReplaceAll(k, `\`, `\\`) + q + "]"
+}
+
+// maskActo removes from node every child whose DeepDiff path (below path)
+// matches re, with everything below it.
+func maskActo(node any, path string, re *regexp.Regexp) any {
+	return maskChildren(node, func(c any, seg jsonv.Segment) (any, bool) {
+		p := path
+		if seg.Kind == jsonv.SegIndex {
+			p += fmt.Sprintf("[%d]", seg.Index)
+		} else {
+			p += actoKey(seg.Key)
+		}
+		if re.MatchString(p) {
+			return nil, true
+		}
+		return maskActo(c, p, re), false
+	})
 }
 
 // maskIn removes what pat matches below node (in place where possible) and

@@ -6,12 +6,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
+
+	"github.com/gauntlet-dev/gauntlet/oracles"
 )
 
 // actoConfig is Acto's operator config JSON (acto/lib/operator_config.py).
 // Fields that configure Acto's own machinery (coverage, Python modules, kind
-// versions) are accepted and reported as ignored; unknown fields are errors.
+// versions) are accepted and, when set, reported in Target.Warnings as not
+// honoured; unknown fields are errors.
 type actoConfig struct {
 	Deploy             actoDeploy      `json:"deploy"`
 	CRDName            string          `json:"crd_name"`
@@ -55,6 +59,34 @@ type actoStep struct {
 	} `json:"wait,omitempty"`
 }
 
+// unhonoured names the set fields that configure Acto's own machinery, which
+// Gauntlet reads but does not act on.
+func (c *actoConfig) unhonoured() []string {
+	var out []string
+	add := func(field string, set bool, why string) {
+		if set {
+			out = append(out, fmt.Sprintf("Acto config: %s is not honoured (%s)", field, why))
+		}
+	}
+	raw := func(m json.RawMessage) bool { return len(m) > 0 && string(m) != "null" }
+	add("num_nodes", c.NumNodes != 0, "the cluster's nodes come from the back end")
+	add("wait_time", c.WaitTime != 0, "Gauntlet waits for convergence, not a fixed time")
+	add("kubernetes_version", c.KubernetesVersion != "", "the back end pins the Kubernetes version")
+	add("kubernetes_engine", raw(c.KubernetesEngine), "choose the back end with --backend")
+	add("analysis", raw(c.Analysis), "Gauntlet does no source analysis")
+	add("custom_fields", raw(c.CustomFields), "a Python module; declare values in a Gauntlet target file")
+	add("custom_module", raw(c.CustomModule), "a Python module; declare mappings in a Gauntlet target file")
+	add("custom_oracle", raw(c.CustomOracle), "a Python module; register a Go oracle instead")
+	add("blackbox_custom_module", raw(c.BlackboxCustom), "a Python module")
+	add("k8s_fields", raw(c.K8sFields), "a Python module; Gauntlet recognizes Kubernetes schemas itself")
+	add("collect_coverage", raw(c.CollectCoverage), "Gauntlet measures property coverage, not code coverage")
+	add("monkey_patch", raw(c.MonkeyPatch), "a Python module")
+	add("context", raw(c.Context), "Gauntlet learns its own context")
+	add("deploy.init", raw(c.Deploy.Init), "list the init manifests as deploy steps")
+	add(fmt.Sprintf("deploy.method %q", c.Deploy.Method), c.Deploy.Method != "" && !strings.EqualFold(c.Deploy.Method, "YAML"), "deploy.file is applied as YAML manifests")
+	return out
+}
+
 func isActoConfig(data []byte) bool {
 	var probe map[string]json.RawMessage
 	if json.Unmarshal(data, &probe) != nil {
@@ -69,8 +101,9 @@ func isActoConfig(data []byte) bool {
 // parseActo loads Acto's operator config. Paths in Acto configs are relative to
 // Acto's repository root; they are resolved against the config's folder and then
 // each of its ancestors. diff_ignore_fields (Acto's regexes over DeepDiff paths)
-// are kept verbatim in IgnoreFields with an "acto:" prefix; focus_fields become
-// the property restriction.
+// become acto: masks in IgnoreFields (oracles.MaskActoPrefix: the regex searched
+// in each field's DeepDiff path, as Acto does); focus_fields become the property
+// restriction. Set fields Gauntlet does not honour are listed in Target.Warnings.
 func parseActo(path string, data []byte) (*Target, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -112,6 +145,9 @@ func parseActo(path string, data []byte) (*Target, error) {
 	for i, s := range c.Deploy.Steps {
 		switch {
 		case s.Apply != nil:
+			if s.Apply.OperatorContainerName != nil {
+				t.Warnings = append(t.Warnings, fmt.Sprintf("Acto config %s: deploy step %d: operator_container_name %q is not honoured (the operator's logs come from every container of its pod)", path, i+1, *s.Apply.OperatorContainerName))
+			}
 			f, err := resolve(s.Apply.File)
 			if err != nil {
 				return nil, err
@@ -133,8 +169,9 @@ func parseActo(path string, data []byte) (*Target, error) {
 		}
 	}
 	for _, f := range c.DiffIgnoreFields {
-		t.IgnoreFields = append(t.IgnoreFields, "acto:"+f)
+		t.IgnoreFields = append(t.IgnoreFields, oracles.MaskActoPrefix+f)
 	}
+	t.Warnings = append(t.Warnings, c.unhonoured()...)
 	for _, ff := range c.FocusFields {
 		p := ""
 		for i, seg := range ff {

@@ -44,8 +44,12 @@ type Target struct {
 	Deploy []DeployStep `json:"deploy"`
 	// Operator says how the operator runs and how to find it.
 	Operator Operator `json:"operator"`
-	// IgnoreFields are field paths whose values vary by nature (added to learned masks).
+	// IgnoreFields are masks (oracles.Mask's forms) for fields whose values vary by nature
+	// (added to learned masks).
 	IgnoreFields []string `json:"ignoreFields,omitempty"`
+	// Warnings name what the target's source declares and Gauntlet does not honour
+	// (an Acto config's Python modules, node count, …); the campaign logs each.
+	Warnings []string `json:"warnings,omitempty"`
 	// Dependencies are declared predicates for sub-trees of the CR.
 	Dependencies []inputgen.Dependency `json:"dependencies,omitempty"`
 	// Values are candidate values by property path (e.g. "spec.image").
@@ -194,6 +198,12 @@ func (t *Target) Validate() error {
 		if _, err := os.Stat(d.Manifests); err != nil {
 			return fmt.Errorf("target %s: deploy step %d: %w", t.Name, i+1, err)
 		}
+	}
+	if err := oracles.ValidateMasks(t.IgnoreFields); err != nil {
+		return fmt.Errorf("target %s: ignored fields: %w", t.Name, err)
+	}
+	if err := oracles.ValidateMasks(t.DifferentialMasks); err != nil {
+		return fmt.Errorf("target %s: differential masks: %w", t.Name, err)
 	}
 	return nil
 }

@@ -197,21 +197,71 @@ func Prompt(r Request) string {
 const systemPrompt = "You propose realistic values for fields of Kubernetes custom resources, " +
 	"the kind an operator's users would write. You answer with JSON only, no prose."
 
-// Key returns the cache key of a request (independent of model and endpoint).
-func Key(r Request) string {
-	h := sha256.Sum256([]byte(promptVersion + "\x00" + string(r.Kind) + "\x00" + Prompt(r)))
+// Key returns the cache key of a request answered by model (independent of the
+// endpoint). An empty model gives the key older cache files used for every model.
+func Key(r Request, model string) string {
+	return promptKey(r.Kind, Prompt(r), model)
+}
+
+func promptKey(kind Kind, prompt, model string) string {
+	s := promptVersion + "\x00" + string(kind) + "\x00" + prompt
+	if model != "" {
+		s += "\x00" + model
+	}
+	h := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(h[:12])
 }
 
+// lookup returns the cached answer to r. With a model configured only that
+// model's answers count (a key of the model's, or an older model-less key whose
+// entry names the model); a replay-only client takes the one model's answer the
+// cache holds and refuses to choose between several.
+func (c *Client) lookup(r Request) (Entry, bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m := c.cfg.Model; m != "" {
+		if e, ok := c.cache[Key(r, m)]; ok {
+			return e, true, nil
+		}
+		if e, ok := c.cache[Key(r, "")]; ok && e.Model == m {
+			return e, true, nil
+		}
+		return Entry{}, false, nil
+	}
+	prompt := Prompt(r)
+	found := map[string]Entry{}
+	for k, e := range c.cache {
+		if e.Kind == r.Kind && e.Prompt == prompt && (k == promptKey(r.Kind, prompt, e.Model) || k == promptKey(r.Kind, prompt, "")) {
+			found[e.Model] = e
+		}
+	}
+	switch len(found) {
+	case 0:
+		return Entry{}, false, nil
+	case 1:
+		for _, e := range found {
+			return e, true, nil
+		}
+	}
+	models := make([]string, 0, len(found))
+	for m := range found {
+		models = append(models, m)
+	}
+	sort.Strings(models)
+	return Entry{}, false, fmt.Errorf("%s: the LLM cache holds answers from models %s: set the model to choose one", r.Path, strings.Join(models, ", "))
+}
+
 // Ask returns the answer for r: cached, or from the endpoint (then cached). fromCache tells which.
+// Answers are cached per model: switching models asks the new one.
 func (c *Client) Ask(ctx context.Context, r Request) (e Entry, fromCache bool, err error) {
 	if r.Kind == "" {
 		r.Kind = KindValues
 	}
-	key := Key(r)
-	c.mu.Lock()
-	cached, ok := c.cache[key]
-	c.mu.Unlock()
+	key := Key(r, c.cfg.Model)
+	cached, ok, err := c.lookup(r)
+	if err != nil {
+		return Entry{}, false, err
+	}
 	if ok {
 		return cached, true, nil
 	}

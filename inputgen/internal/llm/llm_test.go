@@ -185,13 +185,87 @@ func TestServerError(t *testing.T) {
 
 func TestKeyStable(t *testing.T) {
 	r := Request{Kind: KindValues, Path: "spec.a", Type: "string", Count: 5}
-	if Key(r) != Key(r) {
+	if Key(r, "m") != Key(r, "m") {
 		t.Error("key not stable")
 	}
 	r2 := r
 	r2.Description = "different"
-	if Key(r) == Key(r2) {
+	if Key(r, "m") == Key(r2, "m") {
 		t.Error("different prompts share a key")
+	}
+	if Key(r, "m") == Key(r, "other") || Key(r, "m") == Key(r, "") {
+		t.Error("different models share a key")
+	}
+}
+
+// TestCachePerModel: switching models asks the new model instead of replaying
+// the old one's answers; an older model-less cache key still serves the model
+// that wrote it; a replay-only client refuses to choose between two models.
+func TestCachePerModel(t *testing.T) {
+	fs := &fakeServer{}
+	srv := httptest.NewServer(fs)
+	defer srv.Close()
+	cache := filepath.Join(t.TempDir(), "llm-cache.json")
+	req := Request{Kind: KindValues, Path: "spec.version", Type: "string", Count: 2}
+	ask := func(model, answer string) (Entry, bool) {
+		t.Helper()
+		fs.content = func(string) string { return answer }
+		c, err := New(Config{BaseURL: srv.URL + "/v1", Model: model, APIKey: testKey, CacheFile: cache}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, cached, err := c.Ask(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Save(); err != nil {
+			t.Fatal(err)
+		}
+		return e, cached
+	}
+	if e, cached := ask("model-a", `["a1", "a2"]`); cached || e.Values[0] != "a1" {
+		t.Fatalf("model-a: %+v cached=%v", e, cached)
+	}
+	if e, cached := ask("model-b", `["b1", "b2"]`); cached || e.Values[0] != "b1" {
+		t.Errorf("model-b got %+v (cached=%v), want its own answer, not model-a's", e, cached)
+	}
+	if e, cached := ask("model-a", `["unused"]`); !cached || e.Values[0] != "a1" {
+		t.Errorf("model-a again: %+v cached=%v, want its cached answer", e, cached)
+	}
+	if len(fs.requests) != 2 {
+		t.Errorf("server saw %d requests, want 2 (one per model)", len(fs.requests))
+	}
+	off, err := New(Config{CacheFile: cache}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := off.Ask(context.Background(), req); err == nil || !strings.Contains(err.Error(), "model-a, model-b") {
+		t.Errorf("replay with two models' answers: err = %v, want one naming both", err)
+	}
+
+	// A cache written before keys named the model.
+	legacy := filepath.Join(t.TempDir(), "legacy.json")
+	e := Entry{Path: req.Path, Kind: KindValues, Model: "model-a", Prompt: Prompt(req), Values: []any{"old"}}
+	data, _ := json.Marshal(cacheFile{Version: 1, Entries: map[string]Entry{Key(req, ""): e}})
+	if err := os.WriteFile(legacy, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		model      string
+		wantCached bool
+	}{{"model-a", true}, {"", true}, {"model-b", false}} {
+		c, err := New(Config{BaseURL: srv.URL + "/v1", Model: tt.model, APIKey: testKey, CacheFile: legacy}, nil)
+		if tt.model == "" {
+			c, err = New(Config{CacheFile: legacy}, nil)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs.content = func(string) string { return `["new"]` }
+		got, cached, err := c.Ask(context.Background(), req)
+		if err != nil || cached != tt.wantCached {
+			t.Errorf("legacy cache, model %q: %+v cached=%v err=%v, want cached=%v", tt.model, got, cached, err, tt.wantCached)
+		}
 	}
 }
 
