@@ -16,24 +16,17 @@ import (
 	"github.com/gauntlet-dev/gauntlet/faults"
 	"github.com/gauntlet-dev/gauntlet/internal/readiness"
 	"github.com/gauntlet-dev/gauntlet/model"
+	"github.com/gauntlet-dev/gauntlet/replay"
 )
 
-// Campaign fault kinds (what FaultOptions.Kinds names).
+// Campaign fault kinds (what FaultOptions.Kinds names): replay's.
 const (
-	// FaultContainerCrash kills the target's container process (its restart policy applies).
-	FaultContainerCrash = "container-crash"
-	// FaultPodKill deletes the target pod with grace period 0.
-	FaultPodKill = "pod-kill"
-	// FaultPodFailure freezes the target's container for the hold time.
-	FaultPodFailure = "pod-failure"
-	// FaultPartition cuts the target pod off from the other pods of the system for the hold time.
-	FaultPartition = "partition"
-	// FaultOperatorCrash kills the operator at a random moment while it reconciles a new
-	// desired state (the intermediate-state bugs of Sieve and Anvil).
-	FaultOperatorCrash = "operator-crash"
-	// FaultOperatorPartition cuts the operator off from the API server while a new desired
-	// state is declared, then heals.
-	FaultOperatorPartition = "operator-partition"
+	FaultContainerCrash    = replay.FaultContainerCrash
+	FaultPodKill           = replay.FaultPodKill
+	FaultPodFailure        = replay.FaultPodFailure
+	FaultPartition         = replay.FaultPartition
+	FaultOperatorCrash     = replay.FaultOperatorCrash
+	FaultOperatorPartition = replay.FaultOperatorPartition
 )
 
 // DefaultFaultKinds are the kinds a fault campaign draws from by default.
@@ -62,26 +55,10 @@ func ParseFaultKinds(v []string) ([]string, bool, error) {
 }
 
 // backendKind maps a campaign fault kind to the injector's.
-func backendKind(kind string) (faults.Kind, bool) {
-	switch kind {
-	case FaultContainerCrash, FaultOperatorCrash:
-		return faults.ContainerCrash, true
-	case FaultPodKill:
-		return faults.PodKill, true
-	case FaultPodFailure:
-		return faults.PodFailure, true
-	case FaultPartition:
-		return faults.Partition, true
-	case FaultOperatorPartition:
-		return faults.APIServerPartition, true
-	}
-	return "", false
-}
+func backendKind(kind string) (faults.Kind, bool) { return replay.BackendKind(kind) }
 
 // lasting kinds hold until removed (they can be held while a new desired state is declared).
-func lasting(kind string) bool {
-	return kind == FaultPodFailure || kind == FaultPartition || kind == FaultOperatorPartition
-}
+func lasting(kind string) bool { return replay.Lasting(kind) }
 
 // FaultOptions turns on the OAT strategies: after converged desired states, a
 // transient fault on the converged system (which must return to D), or a
@@ -130,24 +107,8 @@ func (o *FaultOptions) withDefaults() *FaultOptions {
 }
 
 // FaultPlan is one fault drawn by the seeded source; the journal records it and
-// reproducers re-inject it.
-type FaultPlan struct {
-	Kind string `json:"kind"`
-	// Role is whom it hits: "primary", "replica", "pod" (no system monitor) or "operator".
-	Role string `json:"role"`
-	// Pick chooses among several candidates (modulo their number), so a replay hits the same one.
-	Pick int `json:"pick"`
-	// Persistent faults hold while the next desired state is declared.
-	Persistent bool `json:"persistent,omitempty"`
-	// Delay is, for operator crashes, how long after the desired state is declared it strikes.
-	Delay time.Duration `json:"delay,omitempty"`
-	// Hold is how long a lasting fault holds.
-	Hold time.Duration `json:"hold,omitempty"`
-	// Then is a second fault injected After the first while it holds (fault steps only):
-	// compound failures such as a primary crash while a replica lags behind a partition.
-	Then  *FaultPlan    `json:"then,omitempty"`
-	After time.Duration `json:"after,omitempty"`
-}
+// replays re-inject it (replay.FaultPlan).
+type FaultPlan = replay.FaultPlan
 
 // planFault draws the fault following step index of worker w (deterministic in
 // the campaign's seed); kinds are the supported ones.
@@ -215,62 +176,38 @@ func supportedKinds(inj faults.Injector, want []string, outOfCluster bool) (ok [
 }
 
 // activeFault is an injected fault and how to end it.
-type activeFault struct {
-	rec    model.Fault
-	spec   faults.Spec
-	remove bool
-}
+type activeFault = replay.ActiveFault
 
 // inject resolves the plan's targets on the live system and starts the fault.
 func (s *session) inject(ctx context.Context, p FaultPlan, d model.Object, seq int) (*activeFault, error) {
-	bk, _ := backendKind(p.Kind)
-	spec := faults.Spec{Kind: bk, Name: fmt.Sprintf("%s-f%d", s.ns, seq), Namespace: s.ns}
-	switch p.Role {
-	case "operator":
-		pods, err := s.operatorPods(ctx)
-		if err != nil {
-			return nil, err
-		}
+	spec, err := s.env.kube.FaultSpec(ctx, p, s.ns, fmt.Sprintf("%s-f%d", s.ns, seq), func(ctx context.Context, p FaultPlan) (string, []string, error) {
+		return s.pickPod(ctx, p, d)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if p.Role == replay.RoleOperator {
 		s.env.operatorFaulted.Store(true)
-		spec.Namespace, spec.Pods = s.env.kube.opNS, []string{pods[p.Pick%len(pods)]}
-	default:
-		pod, peers, err := s.pickPod(ctx, p, d)
-		if err != nil {
-			return nil, err
-		}
-		spec.Pods, spec.Peers = []string{pod}, peers
 	}
-	if p.Kind == FaultPodKill {
-		zero := int64(0)
-		spec.Grace = &zero
-	}
-	af := &activeFault{spec: spec, remove: lasting(p.Kind),
-		rec: model.Fault{Kind: p.Kind, Targets: []string{p.Role + " " + spec.Namespace + "/" + spec.Pods[0]}, Persistent: p.Persistent}}
 	if spec.Kind == faults.Partition {
 		s.isolate(spec.Pods, "isolated from its peers by the injected partition "+spec.Name)
 	}
-	af.rec.Injected = time.Now().UTC()
-	if err := s.env.inj.Inject(ctx, spec); err != nil {
+	af, err := replay.Inject(ctx, s.env.inj, p, spec)
+	if err != nil || af.Rec.Unsupported != "" {
 		s.isolate(spec.Pods, "")
-		if errors.Is(err, faults.ErrUnsupported) {
-			af.rec.Unsupported = err.Error()
-			return af, nil
-		}
-		return nil, err
 	}
-	return af, nil
+	return af, err
 }
 
 // heal removes a lasting fault.
 func (s *session) heal(ctx context.Context, af *activeFault) error {
-	if af == nil || !af.remove || af.rec.Unsupported != "" {
+	if af == nil || !af.Lasting || af.Rec.Unsupported != "" {
 		return nil
 	}
-	err := s.env.inj.Remove(context.WithoutCancel(ctx), af.spec)
-	af.rec.Removed = time.Now().UTC()
+	err := replay.Heal(ctx, s.env.inj, af)
 	s.actionDone()
-	if af.spec.Kind == faults.Partition {
-		s.isolate(af.spec.Pods, "")
+	if af.Spec.Kind == faults.Partition {
+		s.isolate(af.Spec.Pods, "")
 	}
 	return err
 }
@@ -395,29 +332,6 @@ func (s *session) operatorDown(ctx context.Context) []string {
 	return out
 }
 
-// operatorPods lists the operator's pods, sorted.
-func (s *session) operatorPods(ctx context.Context) ([]string, error) {
-	k := s.env.kube
-	if k.opNS == "" || len(k.opLabels) == 0 {
-		return nil, errors.New("no operator pods to target: the target names no operator namespace and labels")
-	}
-	list, err := k.cs.CoreV1().Pods(k.opNS).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(k.opLabels).String()})
-	if err != nil {
-		return nil, fmt.Errorf("list operator pods: %w", err)
-	}
-	var out []string
-	for _, p := range list.Items {
-		if p.DeletionTimestamp == nil {
-			out = append(out, p.Name)
-		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("no running operator pod in %s", k.opNS)
-	}
-	sort.Strings(out)
-	return out, nil
-}
-
 // pickPod chooses the system pod the plan targets and the other pods (the peers of a partition).
 func (s *session) pickPod(ctx context.Context, p FaultPlan, d model.Object) (string, []string, error) {
 	var cands, all []string
@@ -539,21 +453,21 @@ func (s *session) drive(ctx context.Context, in stepInput, rec *StepRecord) (tim
 				warn(err)
 			}
 		}
-		if af.remove {
+		if af.Lasting {
 			sleep(ctx, p.Hold-time.Since(started))
 			if err := s.heal(ctx, af); err != nil {
 				warn(err)
 			}
 		}
-		rec.Faults = append(rec.Faults, af.rec)
+		rec.Faults = append(rec.Faults, af.Rec)
 		if second != nil {
-			if second.remove {
+			if second.Lasting {
 				sleep(ctx, p.Then.Hold)
 				if err := s.heal(ctx, second); err != nil {
 					warn(err)
 				}
 			}
-			rec.Faults = append(rec.Faults, second.rec)
+			rec.Faults = append(rec.Faults, second.Rec)
 		}
 		c, nr, err := s.wait(ctx, started)
 		return started, c, nr, err
@@ -571,14 +485,14 @@ func (s *session) drive(ctx context.Context, in stepInput, rec *StepRecord) (tim
 		}()
 		started, c, nr, err := s.declare(ctx, in.desired, in.recreate)
 		if af := <-done; af != nil {
-			rec.Faults = append(rec.Faults, af.rec)
-			if !c.After(af.rec.Injected) && err == nil {
+			rec.Faults = append(rec.Faults, af.Rec)
+			if !c.After(af.Rec.Injected) && err == nil {
 				// Converged before (or as) the operator crashed: wait for the restarted
 				// operator to settle too.
-				c, nr, err = s.wait(ctx, af.rec.Injected)
+				c, nr, err = s.wait(ctx, af.Rec.Injected)
 			}
 			if err == nil {
-				c, nr, err = s.afterOperatorBack(ctx, rec, af.rec.Injected, c, nr)
+				c, nr, err = s.afterOperatorBack(ctx, rec, af.Rec.Injected, c, nr)
 			}
 		}
 		return started, c, nr, err
@@ -599,14 +513,14 @@ func (s *session) drive(ctx context.Context, in stepInput, rec *StepRecord) (tim
 		if err := s.heal(ctx, af); err != nil {
 			warn(err)
 		}
-		rec.Faults = append(rec.Faults, af.rec)
+		rec.Faults = append(rec.Faults, af.Rec)
 		if derr != nil && !errors.Is(derr, context.DeadlineExceeded) && !errors.Is(derr, ErrConvergenceTimeout) && ctx.Err() == nil {
 			// The API server refused D (not the fault's doing).
 			return started, time.Time{}, nil, derr
 		}
 		c, nr, err := s.wait(ctx, started)
 		if err == nil && p.Kind == FaultOperatorPartition {
-			c, nr, err = s.afterOperatorBack(ctx, rec, af.rec.Removed, c, nr)
+			c, nr, err = s.afterOperatorBack(ctx, rec, af.Rec.Removed, c, nr)
 		}
 		return started, c, nr, err
 	}

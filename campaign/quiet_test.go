@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/faults"
 	"github.com/gauntlet-dev/gauntlet/model"
+	"github.com/gauntlet-dev/gauntlet/replay"
 )
 
 // slowRemover is an injector whose Remove takes a while (a partition healed
@@ -41,7 +43,7 @@ func TestQuietFromLastAction(t *testing.T) {
 		{"an apply that returned late", func(s *session) { time.Sleep(3200 * time.Millisecond); s.actionDone() }},
 		{"a heal that returned late", func(s *session) {
 			s.env.inj = slowRemover{took: 3200 * time.Millisecond}
-			af := &activeFault{remove: true, spec: faults.Spec{Kind: faults.PodFailure}}
+			af := &activeFault{Lasting: true, Spec: faults.Spec{Kind: faults.PodFailure}}
 			if err := s.heal(context.Background(), af); err != nil {
 				t.Fatal(err)
 			}
@@ -50,7 +52,7 @@ func TestQuietFromLastAction(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, inBubble(func(t *testing.T) {
 			start := time.Now()
-			s := &session{r: &runner{cfg: Config{}.withDefaults()}, env: &env{}, watch: &nsWatch{q: newQuietTracker(start)}}
+			s := &session{r: &runner{cfg: Config{}.withDefaults()}, env: &env{}, watch: &nsWatch{q: replay.NewQuietTracker(start)}}
 			tc.act(s)
 			acted := time.Now()
 			at, _, err := waitConverged(context.Background(), opts, s.watch.q, start, func() (map[string]model.Object, string) { return objs, cr }, nil, false)
@@ -78,7 +80,7 @@ func TestQuietUnobserved(t *testing.T) {
 			start := time.Now()
 			r := &runner{cfg: Config{Converge: ConvergeOptions{Quiet: 3 * time.Second, QuietUnobserved: 10 * time.Second}}.withDefaults(), publishesGen: new(atomic.Bool)}
 			r.publishesGen.Store(publishes)
-			s := &session{r: r, env: &env{kube: &kube{}}, watch: &nsWatch{q: newQuietTracker(start)}}
+			s := &session{r: r, env: &env{kube: &kube{}}, watch: &nsWatch{q: replay.NewQuietTracker(start)}}
 			at, _, err := s.wait(context.Background(), start)
 			if err != nil {
 				t.Fatal(err)
@@ -137,7 +139,7 @@ func TestAfterOperatorBack(t *testing.T) {
 				}()
 			}
 			r := &runner{cfg: Config{Converge: ConvergeOptions{Timeout: time.Minute}}.withDefaults(), publishesGen: new(atomic.Bool)}
-			s := &session{r: r, env: &env{kube: &kube{cs: cs, opNS: ns}}, watch: &nsWatch{q: newQuietTracker(since)}}
+			s := &session{r: r, env: &env{kube: &kube{cs: cs, opNS: ns}}, watch: &nsWatch{q: replay.NewQuietTracker(since)}}
 			rec := &StepRecord{}
 			c, _, err := s.afterOperatorBack(context.Background(), rec, since, since, nil)
 			if err != nil {
@@ -160,3 +162,8 @@ func TestAfterOperatorBack(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// inBubble runs f in a synctest bubble (fake time).
+func inBubble(f func(t *testing.T)) func(t *testing.T) {
+	return func(t *testing.T) { synctest.Test(t, f) }
+}

@@ -166,16 +166,10 @@ func hasDataKey(obj map[string]any, key string) bool {
 func (s *session) declare(ctx context.Context, d model.Object, recreate bool) (started, converged time.Time, notReady []string, err error) {
 	obj := s.crObject(d)
 	started = time.Now()
-	if recreate {
-		if err := s.env.kube.remove(ctx, obj, s.ns, 2*time.Minute); err != nil {
-			return started, time.Time{}, nil, fmt.Errorf("delete the custom resource before re-creating it: %w", err)
-		}
-	}
-	// While the operator's own admission webhook cannot be called (its pod
-	// restarting after a lost lease), the API server has not judged the desired
-	// state: apply again, as fixtures are, for up to webhookSettle. A longer
-	// outage is returned and recorded as before.
-	if err := s.env.kube.applyThroughWebhook(ctx, webhookSettle, obj, s.ns); err != nil {
+	// replay.Kube.Declare: re-created when asked, applied again while the
+	// operator's own admission webhook cannot be called (its pod restarting
+	// after a lost lease) for up to replay.WebhookSettle.
+	if err := s.env.kube.Declare(ctx, obj, s.ns, recreate); err != nil {
 		return started, time.Time{}, nil, err
 	}
 	// The quiet window starts when the apply returned, not when it was sent:

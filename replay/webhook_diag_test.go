@@ -1,4 +1,4 @@
-package campaign
+package replay
 
 import (
 	"context"
@@ -45,7 +45,7 @@ func TestWebhookDiagnosis(t *testing.T) {
 			Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "c", RestartCount: 3}}}},
 	)
-	k := &kube{cs: cs, opNS: "cert-manager"}
+	k := &Kube{cs: cs, opNS: "cert-manager"}
 	got := k.webhookDiagnosis(context.Background())
 	for _, want := range []string{
 		"ValidatingWebhookConfiguration cm webhook webhook.cert-manager.io: no caBundle (its CA injector has not written one)",

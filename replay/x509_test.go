@@ -1,4 +1,4 @@
-package campaign
+package replay
 
 import (
 	"crypto/ecdsa"
@@ -58,7 +58,7 @@ func TestSnapshotX509View(t *testing.T) {
 		configMaps: {obj("v1", "ConfigMap", "bundle", map[string]any{"data": map[string]any{"ca.crt": string(crt)}})},
 		other:      {obj("example.dev/v1", "Secret", "custom", map[string]any{"data": map[string]any{"tls.crt": b64(crt)}})},
 	}
-	w := &nsWatch{ns: "t1", infs: map[watchedResource]cache.SharedIndexInformer{}}
+	w := &Watch{ns: "t1", infs: map[watchedResource]cache.SharedIndexInformer{}}
 	for r, objs := range items {
 		inf := cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0, cache.Indexers{})
 		for _, o := range objs {
@@ -69,7 +69,7 @@ func TestSnapshotX509View(t *testing.T) {
 		w.infs[r] = inf
 	}
 	for round := 0; round < 2; round++ { // the second from the decoder's memory
-		objs := w.objects()
+		objs := w.Objects()
 		tests := []struct {
 			key  model.ObjectKey
 			view bool

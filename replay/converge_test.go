@@ -1,4 +1,4 @@
-package campaign
+package replay
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/model"
 )
 
-// TestWaitConverged drives waitConverged with a quiet tracker touched on a
+// TestWaitConverged drives WaitConverged with a quiet tracker touched on a
 // schedule and a fixed object set: convergence is reported at the last change
 // (not when the quiet window ends), a system that is quiet but not ready
 // settles with its problems listed, one that keeps changing times out, and a
@@ -43,7 +43,7 @@ func TestWaitConverged(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			start := time.Now()
-			q := newQuietTracker(start)
+			q := NewQuietTracker(start)
 			var lastTouch time.Time
 			done := make(chan struct{})
 			go func() {
@@ -60,7 +60,7 @@ func TestWaitConverged(t *testing.T) {
 			if len(tt.touches) > 0 && tt.touches[len(tt.touches)-1] < time.Second {
 				lastTouch = start.Add(tt.touches[len(tt.touches)-1])
 			}
-			at, notReady, err := waitConverged(ctx, opts, q, start, func() (map[string]model.Object, string) { return tt.objs, cr }, nil, false)
+			at, notReady, err := WaitConverged(ctx, opts, q, start, func() (map[string]model.Object, string) { return tt.objs, cr }, nil, false)
 			elapsed := time.Since(start)
 			cancel()
 			<-done
@@ -80,10 +80,10 @@ func TestWaitConverged(t *testing.T) {
 				return
 			}
 			if !lastTouch.IsZero() && (at.Before(lastTouch) || at.Sub(lastTouch) > 30*time.Millisecond) {
-				t.Errorf("converged at +%s, want the last change at +%s", at.Sub(start), lastTouch.Sub(start))
+				t.Errorf("Converged at +%s, want the last change at +%s", at.Sub(start), lastTouch.Sub(start))
 			}
 			if lastTouch.IsZero() && !at.Equal(start) {
-				t.Errorf("nothing changed: converged at +%s, want the start", at.Sub(start))
+				t.Errorf("nothing changed: Converged at +%s, want the start", at.Sub(start))
 			}
 		}))
 	}
@@ -91,7 +91,7 @@ func TestWaitConverged(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		go func() { time.Sleep(50 * time.Millisecond); cancel() }()
 		start := time.Now()
-		_, _, err := waitConverged(ctx, opts, newQuietTracker(start), start, func() (map[string]model.Object, string) { return nil, cr }, nil, false)
+		_, _, err := WaitConverged(ctx, opts, NewQuietTracker(start), start, func() (map[string]model.Object, string) { return nil, cr }, nil, false)
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("err = %v, want context.Canceled", err)
 		}
@@ -174,7 +174,7 @@ func TestWaitConvergedStuck(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			start := time.Now()
-			q := newQuietTracker(start)
+			q := NewQuietTracker(start)
 			go func() {
 				for _, d := range tt.touches {
 					select {
@@ -189,7 +189,7 @@ func TestWaitConvergedStuck(t *testing.T) {
 			if tt.operatorDown != nil {
 				down = func() []string { return tt.operatorDown(time.Since(start)) }
 			}
-			_, notReady, err := waitConverged(ctx, opts, q, start, func() (map[string]model.Object, string) {
+			_, notReady, err := WaitConverged(ctx, opts, q, start, func() (map[string]model.Object, string) {
 				return tt.objs(time.Since(start)), cr
 			}, down, false)
 			if !errors.Is(err, tt.wantErr) {

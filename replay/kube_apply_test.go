@@ -1,4 +1,4 @@
-package campaign
+package replay
 
 import (
 	"context"
@@ -97,7 +97,7 @@ func TestE2EApplyEmptyObject(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	k, err := newKube(c, log)
+	k, err := NewKube(c.RESTConfig(), c.Name(), log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,11 +109,11 @@ func TestE2EApplyEmptyObject(t *testing.T) {
 	if err := yaml.Unmarshal(raw, &crd); err != nil {
 		t.Fatal(err)
 	}
-	if err := k.apply(ctx, crd, ""); err != nil {
+	if err := k.Apply(ctx, crd, ""); err != nil {
 		t.Fatal(err)
 	}
 	const ns = "apply-empty"
-	if err := k.createNamespace(ctx, ns); err != nil {
+	if err := k.CreateNamespace(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
 	cr := func(auth map[string]any) map[string]any {
@@ -121,7 +121,7 @@ func TestE2EApplyEmptyObject(t *testing.T) {
 			"metadata": map[string]any{"name": "cache"}, "spec": map[string]any{"replicas": int64(1), "auth": auth}}
 	}
 	// The CRD is served a moment after it is created.
-	if err := retry(ctx, time.Minute, func() error { return k.apply(ctx, cr(map[string]any{}), ns) }); err != nil {
+	if err := Retry(ctx, time.Minute, func() error { return k.Apply(ctx, cr(map[string]any{}), ns) }); err != nil {
 		t.Fatal(err)
 	}
 	steps := []map[string]any{
@@ -131,10 +131,10 @@ func TestE2EApplyEmptyObject(t *testing.T) {
 		{},
 	}
 	for i, auth := range steps {
-		if err := k.apply(ctx, cr(auth), ns); err != nil {
+		if err := k.Apply(ctx, cr(auth), ns); err != nil {
 			t.Fatalf("step %d, auth %v: %v", i, auth, err)
 		}
-		live, err := k.lookup(ctx, "valkey.gauntlet.dev/v1alpha1", "ValkeyCluster", ns, "cache")
+		live, err := k.Lookup(ctx, "valkey.gauntlet.dev/v1alpha1", "ValkeyCluster", ns, "cache")
 		if err != nil {
 			t.Fatal(err)
 		}

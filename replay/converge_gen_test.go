@@ -1,4 +1,4 @@
-package campaign
+package replay
 
 import (
 	"testing"
@@ -33,14 +33,14 @@ func TestReadinessConditionsObservedGeneration(t *testing.T) {
 			"conditions": []any{map[string]any{"type": "Ready", "status": "True"}}}}}, true},
 	}
 	for _, tt := range tests {
-		if _, gen := readinessOf(tt.objs, cr, false); gen != tt.want {
+		if _, gen := Readiness(tt.objs, cr, false); gen != tt.want {
 			t.Errorf("%s: generation observed = %v, want %v", tt.name, gen, tt.want)
 		}
 	}
 }
 
 // TestReadinessRunningJob: a Job that still runs is work in progress, so the
-// step is not converged (a CloudNativePG differential re-run was judged while
+// step is not Converged (a CloudNativePG differential re-run was judged while
 // its initdb Job ran: its pod was Ready and the namespace quiet); a finished
 // Job, or one whose pods are gone, is not.
 func TestReadinessRunningJob(t *testing.T) {
@@ -62,7 +62,7 @@ func TestReadinessRunningJob(t *testing.T) {
 		{"failed", job(0, "Failed"), true},
 		{"complete while its pod still shows", job(1, "Complete"), true},
 	} {
-		notReady, _ := readinessOf(map[string]model.Object{key: tc.job}, "", false)
+		notReady, _ := Readiness(map[string]model.Object{key: tc.job}, "", false)
 		if got := len(notReady) == 0; got != tc.want {
 			t.Errorf("%s: ready %v, want %v (%v)", tc.name, got, tc.want, notReady)
 		}

@@ -1,4 +1,4 @@
-package campaign
+package replay
 
 import (
 	"context"
@@ -11,34 +11,34 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// webhookSettle bounds how long an apply is retried while the API server
+// WebhookSettle bounds how long an apply is retried while the API server
 // cannot call an admission webhook.
-const webhookSettle = time.Minute
+const WebhookSettle = time.Minute
 
-// fixtureSettle bounds the same retries for the fixtures of a test namespace,
+// FixtureSettle bounds the same retries for the fixtures of a test namespace,
 // which the first session applies right after the operator's install: on a
 // loaded machine cert-manager's CA injection took more than a minute
 // (cert-manager seed 3 died on its first fixture; nothing is judged yet, so
 // waiting longer costs no verdict).
-const fixtureSettle = 3 * time.Minute
+const FixtureSettle = 3 * time.Minute
 
-// isWebhookUnreachable reports whether err is the API server's failure to call
+// IsWebhookUnreachable reports whether err is the API server's failure to call
 // an admission webhook (not reachable yet, or its serving certificate not yet
 // trusted: a CA injector has not written the webhook configuration's caBundle),
 // as opposed to a webhook's refusal of the object.
-func isWebhookUnreachable(err error) bool {
+func IsWebhookUnreachable(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "failed calling webhook")
 }
 
-// retryWebhook runs apply, and runs it again (poll's interval) for up to
+// RetryWebhook runs apply, and runs it again (poll's interval) for up to
 // settle while it fails because an admission webhook cannot be called: right
 // after an operator's install its webhook serves before its CA bundle is
 // injected (cert-manager's cainjector). Any other error returns at once.
-func retryWebhook(ctx context.Context, settle time.Duration, apply func() error) error {
+func RetryWebhook(ctx context.Context, settle time.Duration, apply func() error) error {
 	var last error
-	err := poll(ctx, settle, func() (bool, error) {
+	err := Poll(ctx, settle, func() (bool, error) {
 		last = apply()
-		if last != nil && !isWebhookUnreachable(last) {
+		if last != nil && !IsWebhookUnreachable(last) {
 			return false, last
 		}
 		return last == nil, nil
@@ -49,12 +49,12 @@ func retryWebhook(ctx context.Context, settle time.Duration, apply func() error)
 	return err
 }
 
-// applyThroughWebhook applies obj in ns, again while an admission webhook cannot be
-// called (retryWebhook), for up to settle; when it still cannot be called the error
+// ApplyThroughWebhook applies obj in ns, again while an admission webhook cannot be
+// called (RetryWebhook), for up to settle; when it still cannot be called the error
 // says what stands in the way (webhookDiagnosis).
-func (k *kube) applyThroughWebhook(ctx context.Context, settle time.Duration, obj map[string]any, ns string) error {
-	err := retryWebhook(ctx, settle, func() error { return k.apply(ctx, obj, ns) })
-	if isWebhookUnreachable(err) && ctx.Err() == nil {
+func (k *Kube) ApplyThroughWebhook(ctx context.Context, settle time.Duration, obj map[string]any, ns string) error {
+	err := RetryWebhook(ctx, settle, func() error { return k.Apply(ctx, obj, ns) })
+	if IsWebhookUnreachable(err) && ctx.Err() == nil {
 		return fmt.Errorf("%w (still failing after %s; %s)", err, settle, k.webhookDiagnosis(ctx))
 	}
 	return err
@@ -65,7 +65,7 @@ func (k *kube) applyThroughWebhook(ctx context.Context, settle time.Duration, ob
 // CA injector writes it; otherwise the subject and validity of the CA it
 // holds), and the restarts and readiness of the operator's pods. Best effort:
 // what cannot be read is left out.
-func (k *kube) webhookDiagnosis(ctx context.Context) string {
+func (k *Kube) webhookDiagnosis(ctx context.Context) string {
 	var parts []string
 	describe := func(kind, config, hook string, ca []byte) {
 		parts = append(parts, fmt.Sprintf("%s %s webhook %s: %s", kind, config, hook, caSummary(ca)))
