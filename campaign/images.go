@@ -8,7 +8,7 @@ import (
 	"github.com/distribution/reference"
 
 	"github.com/gauntlet-dev/gauntlet/cluster"
-	"github.com/gauntlet-dev/gauntlet/cluster/local/imagemap"
+	"github.com/gauntlet-dev/gauntlet/cluster/imagemap"
 	"github.com/gauntlet-dev/gauntlet/targets"
 )
 

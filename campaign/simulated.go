@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/gauntlet-dev/gauntlet/cluster/local/imagemap"
+	"github.com/gauntlet-dev/gauntlet/cluster/imagemap"
 	"github.com/gauntlet-dev/gauntlet/reports"
 )
 

@@ -20,7 +20,7 @@ import (
 // a container without an image, a PVC without access modes). A CoreValidator asks the server.
 
 // CoreValidator judges real objects the way the API server will. The implementation that starts
-// an API server and dry-runs creates lives in cluster/local/apicheck; inputgen never talks to a
+// an API server and dry-runs creates lives in cluster/apicheck; inputgen never talks to a
 // cluster itself.
 type CoreValidator interface {
 	// Validate returns why the API server refuses obj (a complete object: apiVersion, kind,

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gauntlet-dev/gauntlet/cluster/local/apicheck"
+	"github.com/gauntlet-dev/gauntlet/cluster/apicheck"
 	"github.com/gauntlet-dev/gauntlet/inputgen/crd"
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 )

@@ -21,7 +21,7 @@
 //     DryRunValidator asks a real API server instead when a cluster is at hand.
 //   - Core-typed values (a container, an affinity, a claim template, a label selector, …) are
 //     judged the way the API server will once the operator renders them: with a CoreValidator
-//     (Options.CoreValidator; cluster/local/apicheck dry-runs on its own API server), each value a
+//     (Options.CoreValidator; cluster/apicheck dry-runs on its own API server), each value a
 //     valid candidate introduces is wrapped in the smallest real object that carries it (a Pod, a
 //     PersistentVolumeClaim, a Service, a PodDisruptionBudget, a Deployment or StatefulSet) and
 //     dry-run created. A refusal is repaired from the server's causes (a required field set, a

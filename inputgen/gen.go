@@ -51,7 +51,7 @@ type GenOptions struct {
 	// Workers bounds parallelism (default GOMAXPROCS).
 	Workers int
 	// CoreValidator, when set, has the API server judge core-typed values (Options.CoreValidator);
-	// the caller starts and stops it (cmd/gauntlet uses cluster/local/apicheck).
+	// the caller starts and stops it (cmd/gauntlet uses cluster/apicheck).
 	CoreValidator CoreValidator
 	// Logger receives progress; nil discards.
 	Logger *slog.Logger

@@ -11,7 +11,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/gauntlet-dev/gauntlet/cluster/local/imagemap"
+	"github.com/gauntlet-dev/gauntlet/cluster/imagemap"
 	"github.com/gauntlet-dev/gauntlet/inputgen"
 	"github.com/gauntlet-dev/gauntlet/oracles"
 )

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/gauntlet-dev/gauntlet/cluster"
-	"github.com/gauntlet-dev/gauntlet/cluster/local/imagemap"
+	"github.com/gauntlet-dev/gauntlet/cluster/imagemap"
 )
 
 // ErrUnmappedImage is returned by Create on Gauntlet's offline node image, which pulls

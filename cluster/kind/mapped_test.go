@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gauntlet-dev/gauntlet/cluster/local/imagemap"
+	"github.com/gauntlet-dev/gauntlet/cluster/imagemap"
 )
 
 func TestMappedImage(t *testing.T) {

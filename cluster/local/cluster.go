@@ -30,10 +30,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/gauntlet-dev/gauntlet/cluster/local/imagemap"
-	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/controlplane"
+	"github.com/gauntlet-dev/gauntlet/cluster/imagemap"
+	"github.com/gauntlet-dev/gauntlet/cluster/internal/controlplane"
+	"github.com/gauntlet-dev/gauntlet/cluster/internal/images"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/coredns"
-	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/images"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/kubelet"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/podnet"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/storage"

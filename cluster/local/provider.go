@@ -4,7 +4,7 @@ import (
 	"context"
 
 	cl "github.com/gauntlet-dev/gauntlet/cluster"
-	"github.com/gauntlet-dev/gauntlet/cluster/local/imagemap"
+	"github.com/gauntlet-dev/gauntlet/cluster/imagemap"
 )
 
 // Provider creates embedded clusters with a common set of options; it implements

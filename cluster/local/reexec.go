@@ -1,8 +1,8 @@
 package local
 
 import (
+	"github.com/gauntlet-dev/gauntlet/cluster/internal/controlplane"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/container"
-	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/controlplane"
 )
 
 // Init must be the first call in main (and in TestMain of tests that create

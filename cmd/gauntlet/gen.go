@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gauntlet-dev/gauntlet/campaign"
-	"github.com/gauntlet-dev/gauntlet/cluster/local/apicheck"
+	"github.com/gauntlet-dev/gauntlet/cluster/apicheck"
 	"github.com/gauntlet-dev/gauntlet/inputgen"
 )
 

@@ -25,7 +25,7 @@ import (
 
 	"github.com/moby/sys/reexec"
 
-	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/deathsig"
+	"github.com/gauntlet-dev/gauntlet/cluster/internal/deathsig"
 	"github.com/gauntlet-dev/gauntlet/internal/pidfile"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/deathsig"
+	"github.com/gauntlet-dev/gauntlet/cluster/internal/deathsig"
 )
 
 // The shim is the current binary re-executed by Start with new mount and UTS

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/controlplane"
+	"github.com/gauntlet-dev/gauntlet/cluster/internal/controlplane"
 	"github.com/gauntlet-dev/gauntlet/internal/binprobe"
 )
 

@@ -22,7 +22,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/deathsig"
+	"github.com/gauntlet-dev/gauntlet/cluster/internal/deathsig"
 	"github.com/gauntlet-dev/gauntlet/internal/pidfile"
 )
 

@@ -36,9 +36,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
 
+	"github.com/gauntlet-dev/gauntlet/cluster/internal/controlplane"
+	"github.com/gauntlet-dev/gauntlet/cluster/internal/images"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/container"
-	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/controlplane"
-	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/images"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/podnet"
 	"github.com/gauntlet-dev/gauntlet/internal/pki"
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"

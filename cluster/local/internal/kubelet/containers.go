@@ -13,8 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gauntlet-dev/gauntlet/cluster/internal/images"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/container"
-	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/images"
 )
 
 // Running a pod's containers: supervision, restarts, one run of an instance,

@@ -33,7 +33,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/images"
+	"github.com/gauntlet-dev/gauntlet/cluster/internal/images"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/podnet"
 )
 

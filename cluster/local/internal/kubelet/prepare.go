@@ -10,8 +10,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/gauntlet-dev/gauntlet/cluster/internal/images"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/container"
-	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/images"
 )
 
 // Preparing a container instance: env, command, image mapping, user and

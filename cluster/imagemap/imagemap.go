@@ -14,8 +14,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/controlplane"
-	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/images"
+	"github.com/gauntlet-dev/gauntlet/cluster/internal/controlplane"
+	"github.com/gauntlet-dev/gauntlet/cluster/internal/images"
 )
 
 // SimulatedImageIDPrefix starts the status imageID of a container the embedded

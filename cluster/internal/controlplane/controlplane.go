@@ -26,7 +26,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/deathsig"
+	"github.com/gauntlet-dev/gauntlet/cluster/internal/deathsig"
 	"github.com/gauntlet-dev/gauntlet/internal/pidfile"
 	"github.com/gauntlet-dev/gauntlet/internal/pki"
 )
