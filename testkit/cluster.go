@@ -16,7 +16,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gauntlet-dev/gauntlet/campaign"
-	"github.com/gauntlet-dev/gauntlet/cluster/local"
+	"github.com/gauntlet-dev/gauntlet/cluster"
+	"github.com/gauntlet-dev/gauntlet/cluster/backends"
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 	"github.com/gauntlet-dev/gauntlet/targets"
 )
@@ -25,7 +26,7 @@ import (
 // re-executed (cluster/local): when the process is one, Init runs the
 // container and never returns. It must run before the tests, and a generated
 // test file has no TestMain of its own.
-func init() { local.Init() }
+func init() { backends.Init() }
 
 // environment is where a reproducer replays: a KUBECONFIG cluster, or an
 // embedded cluster with the target deployed.
@@ -78,7 +79,7 @@ func setUp(ctx context.Context, tb testing.TB, r Reproducer, o options) environm
 		}
 		return environment{config: cfg}
 	}
-	testenv.NeedE2E(tb, local.ControlPlaneBinDir())
+	testenv.NeedE2E(tb, backends.ControlPlaneBinDir())
 	spec := o.target
 	if spec == "" {
 		spec = r.Target
@@ -107,14 +108,18 @@ func setUp(ctx context.Context, tb testing.TB, r Reproducer, o options) environm
 			testenv.Unavailable(tb, "the operator binary %s is missing (build it with `make build` in the Gauntlet repository, or set GAUNTLET_OPERATOR_BINARY to your build): %v", bin, err)
 		}
 	}
-	prov := local.Provider{Options: local.Options{StateRoot: o.stateRoot, OperatorBinary: bin, MappingFile: o.imageMapping, MappingRules: t.ImageMapping, Nodes: o.nodes, Log: o.log}}
+	prov, err := backends.Open(ctx, backends.Local, backends.Options{StateRoot: o.stateRoot, OperatorBinary: bin, MappingFile: o.imageMapping,
+		MappingRules: t.ImageMapping, Nodes: o.nodes, Log: o.log})
+	if err != nil {
+		tb.Fatalf("testkit: %v", err)
+	}
 	name := clusterName()
 	cctx, cancel := context.WithTimeout(ctx, setupBudget)
 	defer cancel()
 	t0 := time.Now()
 	c, err := prov.Create(cctx, name)
 	if err != nil {
-		if errors.Is(err, local.ErrNotRoot) {
+		if errors.Is(err, cluster.ErrUnavailable) {
 			testenv.Unavailable(tb, "%v", err)
 		}
 		testenv.Unavailable(tb, "the embedded cluster %s did not come up: %v", name, err)

@@ -28,7 +28,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gauntlet-dev/gauntlet/campaign"
-	"github.com/gauntlet-dev/gauntlet/cluster/local"
+	"github.com/gauntlet-dev/gauntlet/cluster/backends"
 	"github.com/gauntlet-dev/gauntlet/inputgen"
 	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"github.com/gauntlet-dev/gauntlet/targets"
@@ -427,7 +427,7 @@ func Config(repoRoot, stateDir, outDir, binary string, cases []string, workers i
 	if workers <= 0 {
 		workers = 1
 	}
-	prov := local.Provider{Options: local.Options{StateRoot: stateDir, OperatorBinary: binary, Log: log, Nodes: 1,
+	prov, err := backends.Open(context.Background(), backends.Local, backends.Options{StateRoot: stateDir, OperatorBinary: binary, Log: log, Nodes: 1,
 		// A small node: a scale beyond capacity leaves pods Pending instead of
 		// starting a hundred servers on a two-core machine.
 		NodeCapacity: corev1.ResourceList{
@@ -435,7 +435,10 @@ func Config(repoRoot, stateDir, outDir, binary string, cases []string, workers i
 			corev1.ResourceMemory:           resource.MustParse("8Gi"),
 			corev1.ResourcePods:             resource.MustParse("6"),
 			corev1.ResourceEphemeralStorage: resource.MustParse("50Gi"),
-		}}}
+		}})
+	if err != nil {
+		return campaign.Config{}, err
+	}
 	return campaign.Config{Target: tg, Provider: prov, Workers: workers, Seed: 7, Order: campaign.OrderPlan, OutDir: outDir, Stability: time.Second, Quiet: true,
 		CaseFilter: func(tc *inputgen.TestCase) bool { return want[tc.ID] }}, nil
 }

@@ -10,13 +10,13 @@ import (
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/campaign"
-	"github.com/gauntlet-dev/gauntlet/cluster/local"
+	"github.com/gauntlet-dev/gauntlet/cluster/backends"
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 	"github.com/gauntlet-dev/gauntlet/targets"
 )
 
 func TestMain(m *testing.M) {
-	if local.Init() {
+	if backends.Init() {
 		return
 	}
 	os.Exit(m.Run())
@@ -111,7 +111,7 @@ func TestBenchBugs(t *testing.T) {
 	if os.Getenv("GAUNTLET_BENCH_BUGS_RUN") == "" {
 		testenv.Skip(t, testenv.OptIn, "the seeded-bug benchmark runs a campaign per bug (about 20 minutes): run it with `make bench-bugs`")
 	}
-	testenv.NeedE2E(t, local.ControlPlaneBinDir())
+	testenv.NeedE2E(t, backends.ControlPlaneBinDir())
 	o := Options{RepoRoot: repoRoot(t), WorkDir: t.TempDir(), SkipClean: os.Getenv("GAUNTLET_BENCH_SKIP_CLEAN") != ""}
 	if v := os.Getenv("GAUNTLET_BENCH_BUGS"); v != "" {
 		o.Only = strings.Split(v, ",")

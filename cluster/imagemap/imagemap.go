@@ -1,4 +1,5 @@
-// Package imagemap is the public face of the embedded cluster's image mapping:
+// Package imagemap is the image mapping both cluster back ends that run host
+// programs share (the embedded cluster runs them, kind assembles images of them):
 // the rules that say how a container image runs on the cluster's nodes (a host
 // program standing for the image's programs, or simulated on purpose), read from
 // an image-mapping file (`--image-mapping`) or a target file's imageMapping
@@ -14,7 +15,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/gauntlet-dev/gauntlet/cluster/internal/controlplane"
+	"github.com/gauntlet-dev/gauntlet/cluster/hoststate"
 	"github.com/gauntlet-dev/gauntlet/cluster/internal/images"
 )
 
@@ -97,8 +98,8 @@ func ExpandEnv(s string) (string, error) {
 		if val, ok := os.LookupEnv(k); ok && val != "" {
 			return val
 		}
-		if k == controlplane.EnvCacheDir {
-			return controlplane.CacheDir()
+		if k == hoststate.EnvCacheDir {
+			return hoststate.CacheDir()
 		}
 		missing = append(missing, k)
 		return ""

@@ -31,7 +31,7 @@ import (
 )
 
 // ErrNoEngine is returned when no container engine answers (`docker info` fails).
-var ErrNoEngine = errors.New("kind needs a running container engine: `docker info` failed; start Docker, or use the embedded cluster (the default)")
+var ErrNoEngine = fmt.Errorf("%w: kind needs a running container engine: `docker info` failed; start Docker, or use the embedded cluster (the default)", cluster.ErrUnavailable)
 
 // Options configure kind clusters. The zero value gives, where the local engine has
 // Gauntlet's offline node image (nodeimage.DefaultImage, `gauntlet kind node-image`), one

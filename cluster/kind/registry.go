@@ -8,31 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"sync"
-	"syscall"
 	"time"
 
+	"github.com/gauntlet-dev/gauntlet/cluster/hoststate"
 	"github.com/gauntlet-dev/gauntlet/internal/pidfile"
 )
 
-// EnvStateDir overrides the state root (the embedded clusters' variable).
-const EnvStateDir = "GAUNTLET_STATE_DIR"
-
-// DefaultStateRoot is the state root unless told otherwise (the embedded clusters' root).
-const DefaultStateRoot = "/var/lib/gauntlet"
-
-// StateRoot resolves the state root: the argument, else $GAUNTLET_STATE_DIR, else DefaultStateRoot.
-func StateRoot(root string) string {
-	if root != "" {
-		return root
-	}
-	if r := os.Getenv(EnvStateDir); r != "" {
-		return r
-	}
-	return DefaultStateRoot
-}
-
-func recordsDir(root string) string { return filepath.Join(StateRoot(root), "kind") }
+func recordsDir(root string) string { return filepath.Join(hoststate.StateRoot(root), "kind") }
 
 // subnets are the pod subnets of offline clusters, one per cluster, so that the host routes
 // each to its own node: 10.244.0.0/16 (kind's default pod network) in sixteen /20s.
@@ -62,29 +44,14 @@ func (r record) ownerAlive() bool {
 // kubeconfig and CNI configuration.
 type registry struct{ dir string }
 
-// inProcess serializes the registry within a process (flock is per open file, and parallel
-// workers create clusters at once).
-var inProcess sync.Mutex
-
 func (g registry) clusterDir(name string) string { return filepath.Join(g.dir, name) }
 
 func (g registry) lock() (func(), error) {
-	inProcess.Lock()
-	if err := os.MkdirAll(g.dir, 0o755); err != nil {
-		inProcess.Unlock()
-		return nil, fmt.Errorf("kind: cluster registry: %w", err)
-	}
-	f, err := os.OpenFile(filepath.Join(g.dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	unlock, err := hoststate.Lock(filepath.Join(g.dir, ".lock"))
 	if err != nil {
-		inProcess.Unlock()
 		return nil, fmt.Errorf("kind: cluster registry: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		inProcess.Unlock()
-		return nil, fmt.Errorf("kind: lock the cluster registry: %w", err)
-	}
-	return func() { f.Close(); inProcess.Unlock() }, nil
+	return unlock, nil
 }
 
 func (g registry) list() ([]record, error) {

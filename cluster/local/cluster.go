@@ -30,6 +30,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	cl "github.com/gauntlet-dev/gauntlet/cluster"
+	"github.com/gauntlet-dev/gauntlet/cluster/hoststate"
 	"github.com/gauntlet-dev/gauntlet/cluster/imagemap"
 	"github.com/gauntlet-dev/gauntlet/cluster/internal/controlplane"
 	"github.com/gauntlet-dev/gauntlet/cluster/internal/images"
@@ -37,15 +39,14 @@ import (
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/kubelet"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/podnet"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/storage"
-	"github.com/gauntlet-dev/gauntlet/internal/pidfile"
 	"github.com/gauntlet-dev/gauntlet/internal/pki"
 )
 
 // Errors a caller can act on; each message states the invariant and the fix.
 var (
-	ErrNotRoot     = errors.New("the embedded cluster needs root (network and mount namespaces): run as root, e.g. with sudo")
+	ErrNotRoot     = fmt.Errorf("%w: the embedded cluster needs root (network and mount namespaces): run as root, e.g. with sudo", cl.ErrUnavailable)
 	ErrExists      = errors.New("a cluster with this name already exists")
-	ErrNotFound    = errors.New("no such cluster")
+	ErrNotFound    = cl.ErrNotFound
 	ErrBadName     = errors.New("cluster names are lowercase letters, digits and '-', start with a letter, at most 20 characters")
 	ErrUnsupported = errors.New("not supported by the embedded cluster")
 )
@@ -356,8 +357,8 @@ func reserve(opts Options) (Info, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return Info{}, fmt.Errorf("local: create %s: %w", dir, err)
 	}
-	if err := pidfile.Write(ownerRecord(dir), os.Getpid()); err != nil {
-		return Info{}, err
+	if err := hoststate.RecordOwner(dir); err != nil {
+		return Info{}, fmt.Errorf("local: %w", err)
 	}
 	info := Info{Name: opts.Name, Dir: dir, PodCIDR: cidr, ServiceCIDR: netip.MustParsePrefix(serviceCIDR), Phase: PhaseCreating, Created: time.Now().UTC(), Running: true}
 	return info, writeInfo(info)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/container"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/podnet"
+	"github.com/gauntlet-dev/gauntlet/cluster/hoststate"
 	"github.com/gauntlet-dev/gauntlet/internal/pidfile"
 
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/mountinfo"
@@ -130,11 +131,11 @@ func Down(ctx context.Context, root, name string, timeout time.Duration) error {
 	if err != nil {
 		info = Info{Name: name, Dir: dir}
 	}
-	if pid, alive, _ := pidfile.Alive(ownerRecord(dir)); alive && pid != os.Getpid() {
+	if pid, alive, _ := pidfile.Alive(hoststate.OwnerRecord(dir)); alive && pid != os.Getpid() {
 		_ = syscall.Kill(pid, syscall.SIGTERM)
 		deadline := time.Now().Add(timeout)
 		for time.Now().Before(deadline) {
-			if _, alive, _ := pidfile.Alive(ownerRecord(dir)); !alive {
+			if _, alive, _ := pidfile.Alive(hoststate.OwnerRecord(dir)); !alive {
 				break
 			}
 			select {
@@ -143,8 +144,8 @@ func Down(ctx context.Context, root, name string, timeout time.Duration) error {
 			case <-time.After(50 * time.Millisecond):
 			}
 		}
-		if _, alive, _ := pidfile.Alive(ownerRecord(dir)); alive {
-			_ = pidfile.Kill(ownerRecord(dir), 5*time.Second)
+		if _, alive, _ := pidfile.Alive(hoststate.OwnerRecord(dir)); alive {
+			_ = pidfile.Kill(hoststate.OwnerRecord(dir), 5*time.Second)
 		}
 	}
 	if _, err := os.Stat(dir); err != nil {

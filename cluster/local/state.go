@@ -13,17 +13,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/gauntlet-dev/gauntlet/cluster/hoststate"
 	"github.com/gauntlet-dev/gauntlet/internal/pidfile"
 )
-
-// EnvStateDir overrides the state root (default /var/lib/gauntlet).
-const EnvStateDir = "GAUNTLET_STATE_DIR"
-
-// DefaultStateRoot is where clusters keep their state unless told otherwise.
-const DefaultStateRoot = "/var/lib/gauntlet"
 
 // Info is what a cluster records about itself in its state folder (cluster.json).
 type Info struct {
@@ -48,16 +42,8 @@ const (
 	PhaseDeleting = "Deleting"
 )
 
-// StateRoot resolves the state root: the argument, else $GAUNTLET_STATE_DIR, else DefaultStateRoot.
-func StateRoot(root string) string {
-	if root != "" {
-		return root
-	}
-	if r := os.Getenv(EnvStateDir); r != "" {
-		return r
-	}
-	return DefaultStateRoot
-}
+// StateRoot resolves the state root (see hoststate.StateRoot).
+func StateRoot(root string) string { return hoststate.StateRoot(root) }
 
 func clustersDir(root string) string { return filepath.Join(root, "clusters") }
 
@@ -124,8 +110,6 @@ func registeredRoots(home string) (map[string]string, error) {
 	return out, nil
 }
 
-func ownerRecord(dir string) string { return filepath.Join(dir, "owner.record") }
-
 func writeInfo(info Info) error {
 	b, err := json.MarshalIndent(info, "", "  ")
 	if err != nil {
@@ -147,7 +131,7 @@ func readInfo(dir string) (Info, error) {
 	if err := json.Unmarshal(b, &info); err != nil {
 		return info, fmt.Errorf("local: %s: corrupt cluster record: %w", dir, err)
 	}
-	_, info.Running, _ = pidfile.Alive(ownerRecord(dir))
+	_, info.Running, _ = pidfile.Alive(hoststate.OwnerRecord(dir))
 	return info, nil
 }
 
@@ -171,7 +155,7 @@ func List(root string) ([]Info, error) {
 		if err != nil {
 			// A folder without a record: a creation that died very early.
 			info = Info{Name: e.Name(), Dir: dir, Phase: "Unknown"}
-			_, info.Running, _ = pidfile.Alive(ownerRecord(dir))
+			_, info.Running, _ = pidfile.Alive(hoststate.OwnerRecord(dir))
 		}
 		out = append(out, info)
 	}
@@ -184,13 +168,9 @@ func lockRoot(root string) (func(), error) {
 	if err := os.MkdirAll(clustersDir(root), 0o755); err != nil {
 		return nil, fmt.Errorf("local: create state root %s: %w", root, err)
 	}
-	f, err := os.OpenFile(filepath.Join(root, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	unlock, err := hoststate.Lock(filepath.Join(root, "lock"))
 	if err != nil {
 		return nil, fmt.Errorf("local: lock state root: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("local: lock state root: %w", err)
-	}
-	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+	return unlock, nil
 }

@@ -16,8 +16,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gauntlet-dev/gauntlet/cluster/kind"
-	"github.com/gauntlet-dev/gauntlet/cluster/local"
+	"github.com/gauntlet-dev/gauntlet/cluster"
+	"github.com/gauntlet-dev/gauntlet/cluster/backends"
+	"github.com/gauntlet-dev/gauntlet/cluster/hoststate"
 )
 
 type clusterFlags struct {
@@ -27,17 +28,48 @@ type clusterFlags struct {
 	foreground                           bool
 }
 
-func (f *clusterFlags) options(g *globals) local.Options {
-	return local.Options{
-		Name: f.name, StateRoot: f.stateDir, Nodes: f.nodes, APIServerPort: f.apiPort,
-		MappingFile: f.mapping, OperatorBinary: f.operatorBin, Log: g.logger(),
+// options are the embedded back end's options the flags give.
+func (f *clusterFlags) options(g *globals) backends.Options {
+	return backends.Options{StateRoot: f.stateDir, Nodes: f.nodes, APIServerPort: f.apiPort,
+		MappingFile: f.mapping, OperatorBinary: f.operatorBin, Log: g.logger()}
+}
+
+// owner opens the embedded back end, the one whose clusters live in a process
+// of their own (cluster.Owner), with the flags' options.
+func (f *clusterFlags) owner(ctx context.Context, g *globals) (cluster.Owner, error) {
+	b, err := backends.Open(ctx, backends.Local, f.options(g))
+	if err != nil {
+		return nil, err
 	}
+	o, ok := b.(cluster.Owner)
+	if !ok {
+		return nil, fmt.Errorf("the %s back end cannot keep a cluster in a process of its own", b.Name())
+	}
+	return o, nil
+}
+
+// recordedName splits a name as `cluster list` shows it: BACKEND:NAME, or NAME
+// for the embedded back end.
+func recordedName(s string) (backend, name string) {
+	if b, n, ok := strings.Cut(s, ":"); ok {
+		return b, n
+	}
+	return backends.Local, s
+}
+
+// shownName is how `cluster list` shows a cluster: NAME for the embedded back
+// end, BACKEND:NAME for the others.
+func shownName(i cluster.Info) string {
+	if i.Backend == backends.Local {
+		return i.Name
+	}
+	return i.Backend + ":" + i.Name
 }
 
 func newClusterCmd(g *globals) *cobra.Command {
 	f := &clusterFlags{}
 	cmd := &cobra.Command{Use: "cluster", Short: "Manage embedded local clusters"}
-	cmd.PersistentFlags().StringVar(&f.stateDir, "state-dir", "", "state root (default $"+local.EnvStateDir+" or "+local.DefaultStateRoot+")")
+	cmd.PersistentFlags().StringVar(&f.stateDir, "state-dir", "", "state root (default $"+hoststate.EnvStateDir+" or "+hoststate.DefaultStateRoot+")")
 
 	up := &cobra.Command{
 		Use:   "up [NAME]",
@@ -50,7 +82,7 @@ func newClusterCmd(g *globals) *cobra.Command {
 			if f.foreground {
 				return serveCluster(cmd.Context(), g, f, cmd.OutOrStdout())
 			}
-			return upDetached(cmd.Context(), f, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return upDetached(cmd.Context(), g, f, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	addCreateFlags(up, f)
@@ -69,19 +101,29 @@ func newClusterCmd(g *globals) *cobra.Command {
 	addCreateFlags(serve, f)
 
 	down := &cobra.Command{
-		Use:   "down [NAME...]",
-		Short: "Delete clusters (default: gauntlet)",
+		Use:   "down [NAME|BACKEND:NAME...]",
+		Short: "Delete clusters (default: gauntlet), as `cluster list` names them",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				args = []string{"gauntlet"}
 			}
+			recorded := map[string]cluster.Backend{}
+			for _, b := range backends.Recorded(f.stateDir, g.logger()) {
+				recorded[b.Name()] = b
+			}
 			var errs []error
-			for _, n := range args {
-				if err := local.Down(cmd.Context(), f.stateDir, n, time.Minute); err != nil {
+			for _, a := range args {
+				bn, n := recordedName(a)
+				b, ok := recorded[bn]
+				if !ok {
+					errs = append(errs, fmt.Errorf("%s: no back end %q records clusters here (see `gauntlet cluster list`)", a, bn))
+					continue
+				}
+				if err := b.Delete(cmd.Context(), n); err != nil {
 					errs = append(errs, err)
 					continue
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "cluster %s deleted\n", n)
+				fmt.Fprintf(cmd.OutOrStdout(), "cluster %s deleted\n", a)
 			}
 			return errors.Join(errs...)
 		},
@@ -89,47 +131,46 @@ func newClusterCmd(g *globals) *cobra.Command {
 
 	list := &cobra.Command{
 		Use:   "list",
-		Short: "List clusters",
+		Short: "List the clusters of every back end recorded on this machine",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			infos, err := local.List(f.stateDir)
-			if err != nil {
-				return err
-			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "NAME\tSTATE\tSERVER\tPOD CIDR\tNODES\tKUBECONFIG")
-			for _, i := range infos {
-				state := i.Phase
-				if !i.Running {
-					state += " (owner gone: run gauntlet cluster gc)"
+			var errs []error
+			for _, b := range backends.Recorded(f.stateDir, g.logger()) {
+				infos, err := b.List(cmd.Context())
+				errs = append(errs, err)
+				for _, i := range infos {
+					state := i.Phase
+					if !i.Running {
+						state += " (owner gone: run gauntlet cluster gc)"
+					}
+					nodes := "-"
+					if i.Nodes > 0 {
+						nodes = fmt.Sprint(i.Nodes)
+					}
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", shownName(i), state, orDash(i.Server), orDash(i.PodCIDR), nodes, orDash(i.Kubeconfig))
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\n", i.Name, state, i.Server, i.PodCIDR, len(i.Nodes), i.Kubeconfig)
 			}
-			// kind clusters Gauntlet created (--backend kind), recorded under the same state root.
-			kinfos, kerr := kind.List(f.stateDir)
-			for _, i := range kinfos {
-				state := "running (kind)"
-				if !i.Running {
-					state = "owner gone (kind): run gauntlet cluster gc"
-				}
-				fmt.Fprintf(w, "kind:%s\t%s\t-\t%s\t-\t%s\n", i.Name, state, orDash(i.PodSubnet), i.Kubeconfig)
-			}
-			return errors.Join(w.Flush(), kerr)
+			return errors.Join(append(errs, w.Flush())...)
 		},
 	}
 
 	gc := &cobra.Command{
 		Use:   "gc",
-		Short: "Remove every cluster whose owner process is gone (e.g. killed), under the state root and every state root a cluster registered there (e.g. tests' temporary roots), and kind clusters recorded in STATE_ROOT/kind",
+		Short: "Remove every cluster whose owner process is gone (e.g. killed), of every back end recorded under the state root (embedded clusters also under the state roots registered there, e.g. tests' temporary roots)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			removed, err := local.GC(cmd.Context(), f.stateDir)
-			// kind clusters recorded under the same state root whose owner is gone.
-			kremoved, kerr := kind.GC(cmd.Context(), f.stateDir)
-			removed, err = append(removed, kremoved...), errors.Join(err, kerr)
+			var removed []string
+			var errs []error
+			for _, b := range backends.Recorded(f.stateDir, g.logger()) {
+				names, err := b.GC(cmd.Context())
+				removed, errs = append(removed, names...), append(errs, err)
+			}
 			for _, n := range removed {
 				fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", n)
 			}
+			err := errors.Join(errs...)
 			if len(removed) == 0 && err == nil {
 				fmt.Fprintln(cmd.OutOrStdout(), "nothing to clean")
 			}
@@ -158,19 +199,27 @@ func defaultOperatorBinary() string {
 }
 
 func serveCluster(ctx context.Context, g *globals, f *clusterFlags, out io.Writer) error {
-	return local.Serve(ctx, f.options(g), func(c *local.Cluster) {
+	o, err := f.owner(ctx, g)
+	if err != nil {
+		return err
+	}
+	return o.Serve(ctx, f.name, func(c cluster.Cluster) {
 		fmt.Fprintf(out, "cluster %s ready: export KUBECONFIG=%s\n", c.Name(), c.Kubeconfig())
 	})
 }
 
 // upDetached starts `gauntlet cluster serve` in its own session with its log in the
 // state root, relays the log as progress, and returns once the cluster runs.
-func upDetached(ctx context.Context, f *clusterFlags, stdout, stderr io.Writer) error {
+func upDetached(ctx context.Context, g *globals, f *clusterFlags, stdout, stderr io.Writer) error {
+	owner, err := f.owner(ctx, g)
+	if err != nil {
+		return err
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find own binary: %w", err)
 	}
-	logPath := local.LogPath(f.stateDir, f.name)
+	logPath := owner.LogPath(f.name)
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		return err
 	}
@@ -196,7 +245,7 @@ func upDetached(ctx context.Context, f *clusterFlags, stdout, stderr io.Writer) 
 	wctx, cancel := context.WithTimeout(ctx, f.wait)
 	defer cancel()
 	go relayProgress(wctx, logPath, stderr)
-	info, err := local.WaitRunning(wctx, f.stateDir, f.name, exited)
+	info, err := owner.WaitRunning(wctx, f.name, exited)
 	if err != nil {
 		if b, rerr := os.ReadFile(logPath); rerr == nil {
 			fmt.Fprintf(stderr, "--- %s ---\n%s", logPath, lastLines(string(b), 20))
@@ -204,7 +253,7 @@ func upDetached(ctx context.Context, f *clusterFlags, stdout, stderr io.Writer) 
 		return err
 	}
 	_ = cmd.Process.Release()
-	fmt.Fprintf(stdout, "cluster %s ready (%d nodes, API server %s)\nexport KUBECONFIG=%s\n", info.Name, len(info.Nodes), info.Server, info.Kubeconfig)
+	fmt.Fprintf(stdout, "cluster %s ready (%d nodes, API server %s)\nexport KUBECONFIG=%s\n", info.Name, info.Nodes, info.Server, info.Kubeconfig)
 	return nil
 }
 

@@ -28,11 +28,11 @@ clean operator must raise no alarm. It needs the Gauntlet repository (the seeded
 bugs and the operator source) and the go command.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts := f.options(g)
-			if opts.Name == "gauntlet" {
-				opts.Name = "gauntlet-demo"
+			name := f.name
+			if name == "gauntlet" {
+				name = "gauntlet-demo"
 			}
-			if err := demo.Run(cmd.Context(), demo.Options{Cluster: opts, Keep: keep}, cmd.OutOrStdout()); err != nil || noCampaign {
+			if err := demo.Run(cmd.Context(), demo.Options{Name: name, Cluster: f.options(g), Keep: keep}, cmd.OutOrStdout()); err != nil || noCampaign {
 				return err
 			}
 			if repo == "" {

@@ -11,16 +11,16 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gauntlet-dev/gauntlet/cluster/local"
+	"github.com/gauntlet-dev/gauntlet/cluster/backends"
 )
 
 func main() {
 	// A re-executed copy of this binary may be a container shim: it never returns then.
-	if local.Init() {
+	if backends.Init() {
 		return
 	}
 	// Library logs (klog) go through the same handler, at warning level unless -v.
-	local.RouteKlog(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: klogLevel(os.Args)}))
+	backends.RouteKlog(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: klogLevel(os.Args)}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {

@@ -14,9 +14,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/campaign"
 	"github.com/gauntlet-dev/gauntlet/cluster"
-	"github.com/gauntlet-dev/gauntlet/cluster/imagemap"
-	"github.com/gauntlet-dev/gauntlet/cluster/kind"
-	"github.com/gauntlet-dev/gauntlet/cluster/local"
+	"github.com/gauntlet-dev/gauntlet/cluster/backends"
 	"github.com/gauntlet-dev/gauntlet/targets"
 )
 
@@ -35,7 +33,7 @@ func (f *runFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.repo, "repo", "", "Gauntlet repository (for built-in targets; default: found above the working directory)")
 	cmd.Flags().StringVar(&f.opBin, "operator-binary", "", "binary the bundled operator image maps to (default $GAUNTLET_OPERATOR_BINARY or REPO/bin/valkey-operator)")
 	cmd.Flags().StringVar(&f.stateDir, "state-dir", "", "embedded clusters' state root (default $GAUNTLET_STATE_DIR or /var/lib/gauntlet)")
-	cmd.Flags().StringVar(&f.backend, "backend", "local", "cluster back end: local (embedded, the default) or kind (needs Docker)")
+	cmd.Flags().StringVar(&f.backend, "backend", backends.Default, "cluster back end: "+backends.Describe())
 	cmd.Flags().StringVar(&f.mapping, "image-mapping", "", "image-mapping file (YAML) for the embedded clusters, tried before the target's imageMapping and the shipped defaults")
 }
 
@@ -55,7 +53,7 @@ func findRepo() string {
 	return ""
 }
 
-func (f *runFlags) resolve(g *globals, spec string) (*targets.Target, cluster.Provider, error) {
+func (f *runFlags) resolve(g *globals, spec string) (*targets.Target, cluster.Backend, error) {
 	repo := f.repo
 	if repo == "" {
 		repo = findRepo()
@@ -64,11 +62,6 @@ func (f *runFlags) resolve(g *globals, spec string) (*targets.Target, cluster.Pr
 	if err != nil {
 		return nil, nil, err
 	}
-	switch f.backend {
-	case "local", "kind":
-	default:
-		return nil, nil, fmt.Errorf("unknown --backend %q: use local or kind", f.backend)
-	}
 	bin := f.opBin
 	if bin == "" {
 		bin = os.Getenv("GAUNTLET_OPERATOR_BINARY")
@@ -76,26 +69,15 @@ func (f *runFlags) resolve(g *globals, spec string) (*targets.Target, cluster.Pr
 	if bin == "" && repo != "" {
 		bin = filepath.Join(repo, "bin", "valkey-operator")
 	}
-	if f.backend == "kind" {
-		// Faults on kind are Chaos Mesh's, installed offline into every cluster (make chaosmesh).
-		opts := kind.Options{StateDir: f.stateDir, Log: g.logger(), ChaosMesh: f.faults}
-		if t.Source == "builtin:valkey" {
-			// The bundled operator's image from the built binary, and the Valkey images its
-			// ValkeyClusters name, assembled offline and loaded into every node.
-			imgs, err := kind.BundledValkeyImages(t.Operator.Image, bin)
-			if err != nil {
-				return nil, nil, err
-			}
-			opts.Images = imgs
-		}
-		return t, kind.Provider{Options: opts}, nil
+	opts := backends.Options{StateRoot: f.stateDir, Log: g.logger(), OperatorBinary: bin, MappingFile: f.mapping, Faults: f.faults}
+	if t.Source == "builtin:valkey" {
+		opts.BundledOperatorImage = t.Operator.Image
 	}
-	if f.mapping != "" {
-		if _, err := imagemap.ReadFile(f.mapping); err != nil {
-			return nil, nil, fmt.Errorf("--image-mapping: %w", err)
-		}
+	b, err := backends.Open(context.Background(), f.backend, opts)
+	if err != nil {
+		return nil, nil, err
 	}
-	return t, local.Provider{Options: local.Options{StateRoot: f.stateDir, OperatorBinary: bin, MappingFile: f.mapping, Log: g.logger()}}, nil
+	return t, b, nil
 }
 
 func newRunCmd(g *globals) *cobra.Command {
@@ -185,10 +167,8 @@ which, and --resume keeps the recorded plan.`,
 					cfg.Gate = newAutoWorkers(rf.backend, t.Source, g.logger(), cmd.ErrOrStderr()).gate()
 				}
 				// Clusters of the killed run are gone with their owner; collect what they left.
-				if lp, ok := p.(local.Provider); ok {
-					if _, err := local.GC(cmd.Context(), lp.Options.StateRoot); err != nil {
-						g.logger().Warn("collect clusters left by the killed run", "err", err)
-					}
+				if _, err := p.GC(cmd.Context()); err != nil {
+					g.logger().Warn("collect clusters left by the killed run", "err", err)
 				}
 			} else {
 				if target == "" {

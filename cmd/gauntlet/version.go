@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gauntlet-dev/gauntlet/cluster/local"
+	"github.com/gauntlet-dev/gauntlet/cluster/backends"
 	"github.com/gauntlet-dev/gauntlet/internal/buildinfo"
 )
 
@@ -18,7 +18,7 @@ func newVersionCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "gauntlet %s (%s, %s/%s)\n", buildinfo.Version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
-			fmt.Fprintf(out, "embedded Kubernetes %s (control plane cache: %s)\n", local.KubernetesVersion, local.ControlPlaneBinDir())
+			fmt.Fprintf(out, "embedded Kubernetes %s (control plane cache: %s)\n", backends.KubernetesVersion, backends.ControlPlaneBinDir())
 			return nil
 		},
 	}

@@ -12,15 +12,18 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
-	"github.com/gauntlet-dev/gauntlet/cluster/local"
+	"github.com/gauntlet-dev/gauntlet/cluster/backends"
 	"github.com/gauntlet-dev/gauntlet/internal/valkeykit"
 )
 
 // Options configure Run.
 type Options struct {
-	// Cluster configures the embedded cluster (name defaults to "gauntlet-demo").
-	Cluster local.Options
+	// Name is the embedded cluster's name (default "gauntlet-demo").
+	Name string
+	// Cluster configures the embedded cluster.
+	Cluster backends.Options
 	// Replicas is the number of Valkey pods (default 3).
 	Replicas int32
 	// Keep leaves the cluster running instead of tearing it down.
@@ -29,16 +32,20 @@ type Options struct {
 
 // Run executes the demo, printing each step to out.
 func Run(ctx context.Context, opts Options, out io.Writer) (err error) {
-	if opts.Cluster.Name == "" {
-		opts.Cluster.Name = "gauntlet-demo"
+	if opts.Name == "" {
+		opts.Name = "gauntlet-demo"
 	}
 	if opts.Replicas == 0 {
 		opts.Replicas = 3
 	}
 	step := func(format string, a ...any) { fmt.Fprintf(out, "==> "+format+"\n", a...) }
 	t0 := time.Now()
-	step("creating embedded cluster %q (control plane + %d nodes)", opts.Cluster.Name, max(opts.Cluster.Nodes, 3))
-	c, err := local.Create(ctx, opts.Cluster)
+	step("creating embedded cluster %q (control plane + %d nodes)", opts.Name, max(opts.Cluster.Nodes, 3))
+	b, err := backends.Open(ctx, backends.Local, opts.Cluster)
+	if err != nil {
+		return err
+	}
+	c, err := b.Create(ctx, opts.Name)
 	if err != nil {
 		return err
 	}
@@ -53,7 +60,10 @@ func Run(ctx context.Context, opts Options, out io.Writer) (err error) {
 		}
 	}()
 	step("cluster ready in %v: export KUBECONFIG=%s", time.Since(t0).Round(time.Millisecond), c.Kubeconfig())
-	cs := c.Client()
+	cs, err := kubernetes.NewForConfig(c.RESTConfig())
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
 	ns := "demo"
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("demo: create namespace: %w", err)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gauntlet-dev/gauntlet/cluster/hoststate"
 	"github.com/gauntlet-dev/gauntlet/internal/binprobe"
 )
 
@@ -21,9 +22,6 @@ const EnvBinDir = "GAUNTLET_CONTROLPLANE_BIN"
 
 // EnvEnvtest is the envtest convention (etcd and kube-apiserver only); honoured after EnvBinDir.
 const EnvEnvtest = "KUBEBUILDER_ASSETS"
-
-// EnvCacheDir overrides the cache folder (default $XDG_CACHE_HOME/gauntlet or ~/.cache/gauntlet).
-const EnvCacheDir = "GAUNTLET_CACHE_DIR"
 
 // ErrBinaryMissing is returned when a control-plane binary is found nowhere.
 var ErrBinaryMissing = errors.New("control-plane binary missing")
@@ -39,21 +37,8 @@ type Binaries struct {
 	Scheduler         string
 }
 
-// CacheDir is where `make controlplane` puts the pinned build.
-func CacheDir() string {
-	if d := os.Getenv(EnvCacheDir); d != "" {
-		return d
-	}
-	base := os.Getenv("XDG_CACHE_HOME")
-	if base == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			home = "/root"
-		}
-		base = filepath.Join(home, ".cache")
-	}
-	return filepath.Join(base, "gauntlet")
-}
+// CacheDir is where `make controlplane` puts the pinned build (hoststate.CacheDir).
+func CacheDir() string { return hoststate.CacheDir() }
 
 // ProbeDir caches binaries' answers to --version (internal/binprobe).
 func ProbeDir() string { return filepath.Join(CacheDir(), "probes") }

@@ -27,6 +27,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/gauntlet-dev/gauntlet/cluster/hoststate"
 )
 
 // KubernetesVersion is the pinned Kubernetes release (build/controlplane/go.mod).
@@ -116,21 +118,8 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
-// DefaultCacheDir is $GAUNTLET_CACHE_DIR, else $XDG_CACHE_HOME/gauntlet, else ~/.cache/gauntlet.
-func DefaultCacheDir() string {
-	if d := os.Getenv("GAUNTLET_CACHE_DIR"); d != "" {
-		return d
-	}
-	base := os.Getenv("XDG_CACHE_HOME")
-	if base == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			home = "/root"
-		}
-		base = filepath.Join(home, ".cache")
-	}
-	return filepath.Join(base, "gauntlet")
-}
+// DefaultCacheDir is Gauntlet's cache folder (hoststate.CacheDir).
+func DefaultCacheDir() string { return hoststate.CacheDir() }
 
 // Result describes a built (or reused) image.
 type Result struct {
