@@ -530,6 +530,11 @@ func (r *runner) runWorker(ctx context.Context, e *env, w int, plan *inputgen.Pl
 		if err != nil {
 			return err
 		}
+		if err := seedGate(rec, snap, func(pod, container string, previous bool) string {
+			return sess.containerLog(ctx, pod, container, previous)
+		}); err != nil {
+			return err
+		}
 		if r.cfg.AfterSeed != nil && !rec.Unconverged() {
 			r.cfg.AfterSeed(ctx, 0) // once: see Run
 		}

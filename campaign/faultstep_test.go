@@ -2,7 +2,9 @@ package campaign
 
 import (
 	"context"
+	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -126,6 +128,75 @@ func TestParseFaultKinds(t *testing.T) {
 		}
 		if err != nil && !strings.Contains(err.Error(), "meteor") {
 			t.Errorf("the error must name the bad kind: %v", err)
+		}
+	}
+}
+
+// recordedActions replays a step with a fault: the API server refuses the
+// desired state at once, the fault is injected and healed, and every call is
+// recorded in order.
+type recordedActions struct {
+	refusal error
+	calls   []string
+}
+
+func (a *recordedActions) declare(context.Context, model.Object, bool) (time.Time, time.Time, []string, error) {
+	a.calls = append(a.calls, "declare")
+	return time.Now(), time.Time{}, nil, a.refusal
+}
+
+func (a *recordedActions) inject(_ context.Context, p FaultPlan, _ model.Object, _ int) (*activeFault, error) {
+	a.calls = append(a.calls, "inject "+p.Kind)
+	return &activeFault{Lasting: lasting(p.Kind), Rec: model.Fault{Kind: p.Kind, Injected: time.Now()}}, nil
+}
+
+func (a *recordedActions) heal(_ context.Context, af *activeFault) error {
+	a.calls = append(a.calls, "heal")
+	af.Rec.Removed = time.Now()
+	return nil
+}
+
+func (a *recordedActions) wait(context.Context, time.Time) (time.Time, []string, error) {
+	a.calls = append(a.calls, "wait")
+	return time.Now(), nil, nil
+}
+
+func (a *recordedActions) afterOperatorBack(_ context.Context, _ *StepRecord, _, c time.Time, nr []string) (time.Time, []string, error) {
+	a.calls = append(a.calls, "operator back")
+	return c, nr, nil
+}
+
+// TestRefusedApplyWithFaultWaits is the bundled operator's seed 1 (8 minutes,
+// 2 workers): the API server refused a desired state (replicas 2 under an
+// earlier podDisruptionBudget.maxUnavailable 2) that carried a persistent
+// pod-failure on the primary; the step was judged the moment the fault was
+// removed (convergeMs 0), mid-failover: "2 primaries". A step that carries a
+// fault always waits for convergence after it, whatever the apply did.
+func TestRefusedApplyWithFaultWaits(t *testing.T) {
+	refusal := errors.New(`ValkeyCluster.valkey.gauntlet.dev "v" is invalid: spec: Invalid value: "object": podDisruptionBudget.maxUnavailable must be less than replicas`)
+	for _, p := range []FaultPlan{
+		{Kind: FaultPodFailure, Role: model.RolePrimary, Persistent: true, Hold: 30 * time.Millisecond},
+		{Kind: FaultOperatorPartition, Role: "operator", Persistent: true, Hold: 30 * time.Millisecond},
+		{Kind: FaultOperatorCrash, Role: "operator", Persistent: true, Delay: 20 * time.Millisecond},
+	} {
+		a := &recordedActions{refusal: refusal}
+		rec := &StepRecord{}
+		in := stepInput{kind: model.StepApply, index: 7, desired: model.Object{"spec": map[string]any{"replicas": int64(2)}}}
+		_, c, _, err := driveFault(context.Background(), a, in, rec, &p)
+		var ra *refusedApply
+		ok := errors.As(err, &ra)
+		if !ok || ra.Err != refusal || ra.Wait != nil {
+			t.Errorf("%s: err = %v, want the refusal with a converged wait", p.Kind, err)
+		}
+		if c.IsZero() {
+			t.Errorf("%s: no convergence time: the step would be judged the moment the fault ended", p.Kind)
+		}
+		last := slices.Index(a.calls, "wait")
+		if last < 0 || (lasting(p.Kind) && last < slices.Index(a.calls, "heal")) {
+			t.Errorf("%s: calls %v: the step must wait for convergence after the fault is removed", p.Kind, a.calls)
+		}
+		if len(rec.Faults) != 1 {
+			t.Errorf("%s: faults recorded = %v", p.Kind, rec.Faults)
 		}
 	}
 }

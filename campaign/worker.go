@@ -309,6 +309,13 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 	rec.Started = started.UTC()
 	rec.NotReady = notReady
 	findings := rec.Findings
+	// refusal is the API server's refusal of D. A step that carried a fault
+	// waited for convergence after it all the same (refusedApply): it is then
+	// judged, against D(i-1), once the system settled.
+	var refusal error
+	if ra := (*refusedApply)(nil); errors.As(err, &ra) {
+		refusal, err = ra.Err, ra.Wait
+	}
 	switch {
 	case err == nil:
 		rec.Converged = converged.UTC()
@@ -334,12 +341,15 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 	case ctx.Err() != nil:
 		return nil, nil, ctx.Err()
 	default:
+		refusal = err
+	}
+	if refusal != nil {
 		// The API server rejected the desired state: not an operator bug, but recorded.
 		findings = append(findings, model.Finding{
 			Oracle: "apply", Severity: model.SeverityWarning,
 			Signature: model.Signature("apply", "rejected", string(in.kind)),
 			Summary:   "the API server rejected the desired state",
-			Evidence:  []model.Evidence{{Detail: err.Error()}},
+			Evidence:  []model.Evidence{{Detail: refusal.Error()}},
 		})
 		rec.Current = in.prevDesired
 		if retriedLater(in, s.baselineD) {
@@ -357,7 +367,7 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 			rec.NotReady = append(rec.NotReady, "the system monitor's readings kept changing for a minute after the objects settled")
 		}
 	}
-	if (in.kind == model.StepSeed || in.recreate) && err == nil {
+	if (in.kind == model.StepSeed || in.recreate) && err == nil && refusal == nil {
 		s.startWorkload(ctx, in.desired)
 	}
 
@@ -367,7 +377,7 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 		system = s.sampleSystem(ctx, in.desired)
 	}
 	snap.System = system
-	if in.kind == model.StepSeed && err == nil {
+	if in.kind == model.StepSeed && err == nil && refusal == nil {
 		s.baseline, s.baselineD = snap, in.desired
 	}
 	hist := s.history(ctx)
@@ -389,7 +399,7 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 			rec.Availability = &AvailabilityFigure{Rate: rate, Requests: n}
 		}
 	}
-	if !in.misop && (err == nil || rec.Stuck || rec.TimedOut) && len(findings) > 0 && in.kind != model.StepSeed {
+	if !in.misop && refusal == nil && (err == nil || rec.Stuck || rec.TimedOut) && len(findings) > 0 && in.kind != model.StepSeed {
 		why := misoperationWhy(rec.TimedOut, []func() string{
 			// An input the operator validates and refuses, keeping the previous
 			// state, is a misoperation it caught, not an inconsistency.
@@ -439,6 +449,11 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 			return nil, nil, err
 		}
 		if err := writeSystemFiles(filepath.Join(s.r.dir, rel), samples, hist); err != nil {
+			return nil, nil, err
+		}
+		if err := writeContainerLogs(filepath.Join(s.r.dir, rel), snap, func(pod, container string, previous bool) string {
+			return s.containerLog(ctx, pod, container, previous)
+		}); err != nil {
 			return nil, nil, err
 		}
 	}
