@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -95,6 +96,7 @@ func (r *runner) differential(ctx context.Context, envs []*env, recs []Record) e
 			idx := nextIndex[w]
 			nextIndex[w]++
 			mu.Unlock()
+			began := time.Now()
 			hist, err := loadSnapshot(filepath.Join(r.dir, jb.rec.Snapshot))
 			if err != nil {
 				return err
@@ -122,7 +124,7 @@ func (r *runner) differential(ctx context.Context, envs []*env, recs []Record) e
 			ref := rebase(sess.snapshot(gctx), sess.ns, jb.rec.Namespace)
 			// Judge S(i) (history) against the fresh run; the recorded step is the differential one.
 			_, err = r.judgeOnly(gctx, stepInput{worker: w, index: idx, kind: model.StepDifferential, testCase: "differential:" + jb.hash,
-				misop: jb.rec.Misoperation, desired: jb.rec.Desired, prevDesired: jb.rec.Desired, reference: ref, prevID: jb.rec.ID(), refusal: refusal}, hist)
+				misop: jb.rec.Misoperation, desired: jb.rec.Desired, prevDesired: jb.rec.Desired, reference: ref, prevID: jb.rec.ID(), refusal: refusal, began: began}, hist)
 			return err
 		})
 	}
@@ -177,6 +179,9 @@ func (r *runner) judgeOnly(ctx context.Context, in stepInput, curr *model.Snapsh
 	}
 	rel := filepath.Join("steps", fmt.Sprintf("w%d", in.worker), fmt.Sprintf("s%d", in.index))
 	rec.Snapshot = filepath.ToSlash(rel)
+	if !in.began.IsZero() {
+		rec.Time = model.StepTime{model.PhaseDifferential: time.Since(in.began).Milliseconds()}
+	}
 	if err := writeStepFiles(filepath.Join(r.dir, rel), rec, in.reference); err != nil {
 		return nil, err
 	}

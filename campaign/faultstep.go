@@ -375,6 +375,7 @@ func (s *session) pickPod(ctx context.Context, p FaultPlan, d model.Object) (str
 
 // wait blocks until the session's namespace converges after start.
 func (s *session) wait(ctx context.Context, start time.Time) (time.Time, []string, error) {
+	s.clock.waiting(s.watch.q)
 	opts := s.convergeOptions()
 	if !s.r.publishesGen.Load() {
 		opts.Quiet = max(opts.Quiet, opts.QuietUnobserved)

@@ -38,6 +38,8 @@ func WriteReports(dir string, res *Result, oracleNames []string, goTests bool) e
 		Shard:        res.Shard.report(),
 
 		SimulatedContainers: res.Simulated,
+		Time: reports.CampaignTime{Setup: time.Duration(res.Bench.SetupSeconds * float64(time.Second)),
+			Backoff: time.Duration(res.Bench.BackoffSeconds * float64(time.Second)), BackoffWaits: res.Bench.BackoffWaits},
 	}
 	desired := map[string]model.Object{}
 	for _, s := range res.Steps {

@@ -84,6 +84,8 @@ type session struct {
 	// model.Transition.Baseline).
 	baseline  *model.Snapshot
 	baselineD model.Object
+	// clock splits the step under way's wall time into phases (nil between steps).
+	clock *stepClock
 }
 
 // newSession creates a fresh namespace and starts watching it.
@@ -228,11 +230,13 @@ func (s *session) snapshot(ctx context.Context) *model.Snapshot {
 		OperatorLog: s.env.kube.operatorLog(ctx, s.last),
 	}
 	if s.r.cfg.Monitor != nil {
+		t := time.Now()
 		m, err := s.r.cfg.Monitor(ctx, s.env.cluster, s.ns)
 		if err != nil {
 			m = map[string]any{"error": err.Error()}
 		}
 		snap.Monitors = m
+		s.clock.monitor(time.Since(t))
 	}
 	s.last = now
 	return snap
@@ -276,6 +280,8 @@ type stepInput struct {
 	// fault is injected with the step (fault steps; persistent faults and operator
 	// crashes during a new desired state).
 	fault *FaultPlan
+	// began is when a differential re-run began (its step's time).
+	began time.Time
 }
 
 // run executes one step: declare, converge, snapshot, stability window, oracles, record.
@@ -293,7 +299,8 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 		}
 	}
 	s.misop = in.misop
-	defer func() { s.misop = false }()
+	s.clock = newStepClock(time.Now())
+	defer func() { s.misop = false; s.clock.stop(); s.clock = nil }()
 	if in.recreate {
 		// Deleting the custom resource deletes the system: what was written
 		// to it is not promised to survive. The workload starts afresh once
@@ -305,6 +312,7 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 		s.wl.Update(s.crObject(in.desired))
 	}
 	started, converged, notReady, err := s.drive(ctx, in, rec)
+	s.clock.drove()
 	samples := sp.finish()
 	rec.Started = started.UTC()
 	rec.NotReady = notReady
@@ -380,7 +388,9 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 	if in.kind == model.StepSeed && err == nil && refusal == nil {
 		s.baseline, s.baselineD = snap, in.desired
 	}
+	th := time.Now()
 	hist := s.history(ctx)
+	s.clock.monitor(time.Since(th))
 	rec.Timing.Snapshot = time.Since(t0).Milliseconds()
 	var stab []*model.Snapshot
 	if !in.noJudge && err == nil {
@@ -462,6 +472,7 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 	// previous append's (appends are uniform fsyncs).
 	rec.Timing.Journal = s.r.lastAppend.Load()
 	rec.Timing.Overhead = rec.Timing.Snapshot + rec.Timing.Oracles + rec.Timing.Journal + files.Milliseconds()
+	rec.Time = s.clock.phases(in.kind, rec.Timing, rec.Converged, time.Now().Add(time.Duration(rec.Timing.Journal)*time.Millisecond))
 	if s.r.journal != nil {
 		t4 := time.Now()
 		typ := RecStep

@@ -156,6 +156,56 @@ type Step struct {
 	Stuck bool `json:"stuck,omitempty"`
 	// Snapshot is the snapshot's path relative to the results folder.
 	Snapshot string `json:"snapshot,omitempty"`
+	// Time is where the step's wall time went (see StepTime).
+	Time StepTime `json:"time,omitempty"`
+}
+
+// Phases of a step's wall time (StepTime keys), in the order a step runs them.
+const (
+	// PhaseApply is declaring D until the API server answered (a re-creation's delete included).
+	PhaseApply = "apply"
+	// PhaseFaultHold is a fault step's injection and hold until it healed.
+	PhaseFaultHold = "faultHold"
+	// PhaseReaction is from the action to the first change the watch saw (the operator reacting).
+	PhaseReaction = "reaction"
+	// PhaseConverge is from the first change to the last (the system converging).
+	PhaseConverge = "converge"
+	// PhaseQuiet is the quiet window after the last change (and the readiness re-checks in it).
+	PhaseQuiet = "quiet"
+	// PhaseSettle is the wait for the system monitor's readings to settle.
+	PhaseSettle = "systemSettle"
+	// PhaseSnapshot is reading the namespace's objects, events and operator log.
+	PhaseSnapshot = "snapshot"
+	// PhaseMonitors is the target's monitor and the system history.
+	PhaseMonitors = "monitors"
+	// PhaseStability is the stability window sampled after convergence.
+	PhaseStability = "stability"
+	// PhaseOracles is judging the transition.
+	PhaseOracles = "oracles"
+	// PhaseRecord is writing the step's files and its journal record.
+	PhaseRecord = "record"
+	// PhaseDifferential is a differential re-run: a fresh system reaching D, and judging.
+	PhaseDifferential = "differential"
+	// PhaseOther is the rest (reference checks, starting the workload).
+	PhaseOther = "other"
+)
+
+// StepPhases lists the phases in the order a step runs them.
+var StepPhases = []string{PhaseApply, PhaseFaultHold, PhaseReaction, PhaseConverge, PhaseQuiet, PhaseSettle, PhaseSnapshot,
+	PhaseMonitors, PhaseStability, PhaseOracles, PhaseRecord, PhaseDifferential, PhaseOther}
+
+// StepTime is where a step's wall time went: milliseconds per phase (the
+// Phase constants; a phase the step did not run is absent). The phases add up
+// to the step's wall time.
+type StepTime map[string]int64
+
+// Total is the step's wall time.
+func (t StepTime) Total() time.Duration {
+	var ms int64
+	for _, v := range t {
+		ms += v
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 // ConvergeTime is how long the step took to converge (0 if it timed out).

@@ -70,6 +70,44 @@ type htmlView struct {
 	Timeline []timelineRow
 	Bugs     []groupView
 	Misops   []groupView
+	Time     *timeView
+}
+
+// timeView is the "where the time went" section (Summary.Time).
+type timeView struct {
+	Steps, Setup, Backoff, Unused string
+	BackoffWaits                  int
+	Phases, Kinds                 []timeRow
+}
+
+type timeRow struct {
+	Name, Total, Percent string
+	Steps                int
+	// Width is the bar's width in percent.
+	Width float64
+}
+
+func buildTimeView(t *TimeBreakdown) *timeView {
+	if t == nil {
+		return nil
+	}
+	v := &timeView{Steps: fmtDur(t.Steps.D()), Setup: fmtDur(t.Setup.D()), BackoffWaits: t.BackoffWaits}
+	if t.Backoff > 0 {
+		v.Backoff = fmtDur(t.Backoff.D())
+	}
+	if t.BudgetUnused > 0 {
+		v.Unused = fmtDur(t.BudgetUnused.D())
+	}
+	rows := func(ts []TimeShare) []timeRow {
+		var out []timeRow
+		for _, x := range ts {
+			out = append(out, timeRow{Name: x.Name, Total: fmtDur(x.Total.D()), Percent: strconv.FormatFloat(math.Round(x.Share*1000)/10, 'f', -1, 64) + "%",
+				Steps: x.Steps, Width: math.Round(x.Share*1000) / 10})
+		}
+		return out
+	}
+	v.Phases, v.Kinds = rows(t.Phases), rows(t.Kinds)
+	return v
 }
 
 type stat struct {
@@ -218,6 +256,7 @@ func buildView(s Summary, d Details) htmlView {
 		JS:      template.JS(reportJS),
 		Started: fmtTime(s.Started),
 		Oracles: s.Oracles,
+		Time:    buildTimeView(s.Time),
 	}
 	v.CSP = "default-src 'none'; img-src data:; style-src 'sha256-" + hashOf(reportCSS) + "'; script-src 'sha256-" + hashOf(reportJS) + "'; base-uri 'none'; form-action 'none'"
 	if s.Finished.IsZero() {

@@ -76,6 +76,10 @@ type Summary struct {
 	// HarnessOverhead is the harness's own time per step beyond the operator's
 	// convergence (apply, snapshot, oracles, journal).
 	HarnessOverhead Overhead `json:"harnessOverhead"`
+	// Time is where the campaign's time went: the steps' wall time per phase
+	// and per kind, setup, back-off and unused budget (an optional addition to
+	// format 2; absent when the steps recorded no phases).
+	Time *TimeBreakdown `json:"time,omitempty"`
 	// FaultSteps counts the steps that ran with at least one fault (OAT's
 	// strategies); FaultsUnsupported counts the faults the cluster back end could
 	// not inject (each is listed on its step, never dropped silently).
@@ -418,6 +422,8 @@ type BuildInput struct {
 	Shard *Shard
 	// SimulatedContainers are the containers that ran simulated (see Summary).
 	SimulatedContainers []SimulatedContainer
+	// Time is the campaign-level time beside the steps' phases (Summary.Time).
+	Time CampaignTime
 }
 
 // Build derives a Summary: counts per oracle, alarm and misoperation groups,
@@ -461,6 +467,7 @@ func Build(in BuildInput) Summary {
 		}
 	}
 	s.HarnessOverhead = OverheadStats(over)
+	s.Time = buildTime(in)
 	for _, e := range s.Timeline { // in timeline order: the earliest wins a tie
 		if len(e.Faults) > 0 {
 			s.FaultSteps++

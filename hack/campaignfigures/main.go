@@ -1,6 +1,7 @@
 // Command campaignfigures prints the figures of a campaign's results folder
 // that `make bench-campaign` reports: steps and transitions per hour, timed-out
-// steps, alarm and misoperation groups, and the top-level properties covered.
+// steps, alarm and misoperation groups, the top-level properties covered, and
+// where the steps' time went (per phase and per step kind).
 package main
 
 import (
@@ -124,7 +125,29 @@ func run(w io.Writer, dir string) error {
 	if len(missing) > 0 {
 		fmt.Fprintf(w, "  top-level not reached: %s\n", strings.Join(missing, ", "))
 	}
+	printTime(w, sum.Time)
 	return nil
+}
+
+// printTime prints the time breakdown of summary.json (absent: the steps
+// recorded no phases).
+func printTime(w io.Writer, t *reports.TimeBreakdown) {
+	if t == nil {
+		fmt.Fprintln(w, "  time breakdown:       none recorded")
+		return
+	}
+	fmt.Fprintf(w, "  setup:                %s; back-off: %d waits, %s; budget left unused: %s\n",
+		t.Setup.D().Round(time.Second), t.BackoffWaits, t.Backoff.D().Round(time.Second), t.BudgetUnused.D().Round(time.Second))
+	fmt.Fprintf(w, "  steps' time by phase (summed over workers, %s):\n", t.Steps.D().Round(time.Second))
+	for _, p := range t.Phases {
+		fmt.Fprintf(w, "    %-14s %9s %6.1f%%  mean %6s over %d steps\n", p.Name, p.Total.D().Round(time.Second), p.Share*100,
+			(p.Total.D() / time.Duration(max(p.Steps, 1))).Round(100*time.Millisecond), p.Steps)
+	}
+	fmt.Fprintln(w, "  steps' time by kind:")
+	for _, k := range t.Kinds {
+		fmt.Fprintf(w, "    %-14s %9s %6.1f%%  mean %6s over %d steps\n", k.Name, k.Total.D().Round(time.Second), k.Share*100,
+			(k.Total.D() / time.Duration(max(k.Steps, 1))).Round(100*time.Millisecond), k.Steps)
+	}
 }
 
 func topLevel(path string) string {
