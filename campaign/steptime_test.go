@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/model"
+	"github.com/gauntlet-dev/gauntlet/replay"
 )
 
 func TestSplitPhases(t *testing.T) {
@@ -52,7 +53,7 @@ func TestSplitPhases(t *testing.T) {
 }
 
 func TestStepClockFirstChange(t *testing.T) {
-	q := newQuietTracker(time.Now())
+	q := replay.NewQuietTracker(time.Now())
 	c := newStepClock(time.Now())
 	c.waiting(q)
 	time.Sleep(20 * time.Millisecond)
