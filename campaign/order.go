@@ -26,8 +26,12 @@ var heavyFields = []string{"replicas", "image", "config", "persistence", "storag
 // round-robin over top-level properties (the operation-heavy ones first, the
 // rest in a seeded shuffle); within one top-level property, a round-robin over
 // its sub-properties (shallowest first) in a seeded shuffle. The same seed gives
-// the same order.
-func orderCases(cases []*inputgen.TestCase, order string, seed int64) ([]*inputgen.TestCase, error) {
+// the same order. It is budget-aware: the first round gives every top-level
+// property one valid case that changes something the operator reads (no
+// misoperation, no boundary value), so a short budget is not spent on cases
+// whose outcome is known; cases asking for more pods than the test cluster
+// holds (capacity; 0 is inputgen.DefaultPodCapacity) run last.
+func orderCases(cases []*inputgen.TestCase, order string, seed int64, capacity int) ([]*inputgen.TestCase, error) {
 	switch order {
 	case OrderPlan:
 		return cases, nil
@@ -35,9 +39,13 @@ func orderCases(cases []*inputgen.TestCase, order string, seed int64) ([]*inputg
 	default:
 		return nil, fmt.Errorf("unknown case order %q: use %s or %s", order, OrderBreadth, OrderPlan)
 	}
+	if capacity <= 0 {
+		capacity = inputgen.DefaultPodCapacity
+	}
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x6272656164746821))
 	// top-level property -> sub-property -> cases (plan order).
 	tops := map[string]map[string][]*inputgen.TestCase{}
+	var beyond []*inputgen.TestCase
 	for _, tc := range cases {
 		top := topLevel(tc.Property)
 		if tops[top] == nil {
@@ -55,18 +63,117 @@ func orderCases(cases []*inputgen.TestCase, order string, seed int64) ([]*inputg
 
 	queues := make([][]*inputgen.TestCase, len(names))
 	for i, n := range names {
-		queues[i] = interleaveSubs(tops[n], rng)
+		q := interleaveSubs(tops[n], rng)
+		// Beyond capacity: last, in breadth order among themselves.
+		kept := q[:0:0]
+		for _, tc := range q {
+			if tc.Pods > capacity {
+				beyond = append(beyond, tc)
+			} else {
+				kept = append(kept, tc)
+			}
+		}
+		queues[i] = kept
 	}
-	out := make([]*inputgen.TestCase, 0, len(cases))
-	for len(out) < len(cases) {
+	// The first round: per top-level property its best opening case.
+	var head []*inputgen.TestCase
+	for i := range queues {
+		best, rank := -1, openRankNone
+		for j, tc := range queues[i] {
+			if r := openRank(tc); r < rank {
+				best, rank = j, r
+			}
+		}
+		if best >= 0 {
+			head = append(head, queues[i][best])
+			queues[i] = append(queues[i][:best:best], queues[i][best+1:]...)
+		}
+	}
+	var rest []*inputgen.TestCase
+	for more := true; more; {
+		more = false
 		for i := range queues {
 			if len(queues[i]) > 0 {
-				out = append(out, queues[i][0])
+				rest = append(rest, queues[i][0])
 				queues[i] = queues[i][1:]
+				more = true
 			}
 		}
 	}
+	// A property with no opening case leaves the first round short: fill it with
+	// the next valid cases, so no misoperation runs before the round's end.
+	for i := 0; i < len(rest) && len(head) < len(names); {
+		if openRank(rest[i]) < openRankNone {
+			head = append(head, rest[i])
+			rest = append(rest[:i:i], rest[i+1:]...)
+			continue
+		}
+		i++
+	}
+	out := make([]*inputgen.TestCase, 0, len(cases))
+	out = append(append(append(out, head...), rest...), beyond...)
 	return out, nil
+}
+
+// Opening ranks (openRank): lower opens a top-level property sooner.
+const (
+	openSets     = iota // a valid update setting a value the operator reads
+	openOther           // a valid removal, or one that re-creates the object
+	openRankNone        // not an opening case
+)
+
+// openRank says how well a test case opens its top-level property's breadth
+// round: only valid, non-boundary cases that change an effective value do.
+func openRank(tc *inputgen.TestCase) int {
+	if tc.Label != inputgen.Valid || IsBoundary(tc) || (tc.Effective == nil && len(tc.Covers) == 0) {
+		return openRankNone
+	}
+	if tc.Effective != nil && len(tc.Effective) == 0 {
+		return openRankNone
+	}
+	if tc.Recreate || isRemoval(tc) {
+		return openOther
+	}
+	return openSets
+}
+
+// IsBoundary reports whether a test case sets a schema bound or an extreme
+// (the minimum or maximum of a number, more replicas or storage than a cluster
+// has): its outcome is mostly known, so it waits for the first breadth round.
+func IsBoundary(tc *inputgen.TestCase) bool {
+	g := tc.Generator
+	return strings.HasSuffix(g, "/min") || strings.HasSuffix(g, "/max") || strings.Contains(g, "boundary") ||
+		strings.HasSuffix(g, "/beyond-capacity") || strings.HasSuffix(g, "/exceed")
+}
+
+// isRemoval reports whether a test case's generator removes or nulls a value.
+func isRemoval(tc *inputgen.TestCase) bool {
+	g := tc.Generator
+	return strings.HasSuffix(g, "/remove") || strings.HasSuffix(g, "/remove-last") || strings.HasSuffix(g, "/remove-key") || strings.HasSuffix(g, "/null")
+}
+
+// HeldBack is a test case the breadth order runs late, with why.
+type HeldBack struct {
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
+}
+
+// HeldBackCases lists the cases the breadth order holds back to its end:
+// those asking for more pods than the test cluster holds (they run once, as
+// misoperations, with the misoperation convergence bound).
+func HeldBackCases(plan *inputgen.Plan, cases []*inputgen.TestCase) []HeldBack {
+	capacity := plan.PodCapacity
+	if capacity <= 0 {
+		capacity = inputgen.DefaultPodCapacity
+	}
+	var out []HeldBack
+	for _, tc := range cases {
+		if tc.Pods > capacity {
+			out = append(out, HeldBack{ID: tc.ID, Reason: inputgen.BeyondCapacityReason(tc.Pods, capacity) +
+				": runs last, once, as a misoperation with the short convergence bound"})
+		}
+	}
+	return out
 }
 
 // interleaveSubs orders one top-level property's cases: a round-robin over its

@@ -25,7 +25,7 @@ func TestOrderCasesBreadth(t *testing.T) {
 	add("spec.scheduling.tolerations", 30)
 	add("spec.service", 1)
 
-	got, err := orderCases(cases, OrderBreadth, 7)
+	got, err := orderCases(cases, OrderBreadth, 7, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,15 +61,15 @@ func TestOrderCasesBreadth(t *testing.T) {
 		t.Fatalf("affinity order starts %v", aff[:2])
 	}
 	// Same seed, same order; another seed may differ; plan order unchanged.
-	again, _ := orderCases(cases, OrderBreadth, 7)
+	again, _ := orderCases(cases, OrderBreadth, 7, 0)
 	if !reflect.DeepEqual(ids(got), ids(again)) {
 		t.Fatal("the same seed gave another order")
 	}
-	plan, _ := orderCases(cases, OrderPlan, 7)
+	plan, _ := orderCases(cases, OrderPlan, 7, 0)
 	if !reflect.DeepEqual(ids(plan), ids(cases)) {
 		t.Fatal("plan order changed")
 	}
-	if _, err := orderCases(cases, "random", 7); err == nil {
+	if _, err := orderCases(cases, "random", 7, 0); err == nil {
 		t.Fatal("an unknown order was accepted")
 	}
 }

@@ -155,7 +155,7 @@ func CaseStates(tc *inputgen.TestCase) int { return caseCost(tc) }
 
 // planCases orders, selects and shards plan's test cases for cfg.
 func planCases(plan *inputgen.Plan, cfg Config) ([]*inputgen.TestCase, error) {
-	ordered, err := orderCases(plan.TestCases, cfg.Order, cfg.Seed)
+	ordered, err := orderCases(plan.TestCases, cfg.Order, cfg.Seed, plan.PodCapacity)
 	if err != nil {
 		return nil, err
 	}

@@ -270,7 +270,7 @@ func (g *Generator) repairImplied(p *crd.Property, d *draft) []*draft {
 	if len(g.implied) == 0 {
 		return nil
 	}
-	nd := &draft{generator: d.generator, label: d.label, stepDescs: d.stepDescs, description: d.description}
+	nd := &draft{generator: d.generator, label: d.label, stepDescs: d.stepDescs, description: d.description, undo: d.undo}
 	var added []string
 	for _, st := range d.steps {
 		cp := jsonv.CopyMap(st)

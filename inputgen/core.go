@@ -419,7 +419,7 @@ func rebase(cause, at, path string) string {
 
 // asMisoperation returns the draft labelled a misoperation, its description saying why.
 func (d *draft) asMisoperation(reason string) *draft {
-	return &draft{generator: d.generator, label: Misoperation, steps: d.steps, stepDescs: d.stepDescs,
+	return &draft{generator: d.generator, label: Misoperation, steps: d.steps, stepDescs: d.stepDescs, undo: d.undo,
 		description: d.description + misoperationMarker + reason}
 }
 

@@ -159,7 +159,7 @@ func (g *Generator) repairCore(p *crd.Property, d *draft, ref *coreRefused, r *r
 	if len(notes) == 0 {
 		return nil, false
 	}
-	return &draft{generator: d.generator, label: d.label, steps: steps, stepDescs: d.stepDescs,
+	return &draft{generator: d.generator, label: d.label, steps: steps, stepDescs: d.stepDescs, undo: d.undo,
 		description: d.description + " (as the API server requires: " + strings.Join(notes, "; ") + ")"}, true
 }
 

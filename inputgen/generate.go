@@ -54,6 +54,10 @@ type Options struct {
 	// passes the test case becomes a misoperation whose description gives the server's reason
 	// (" — a misoperation: ", as for dangling in-object references). Verdicts are cached.
 	CoreValidator CoreValidator
+	// PodCapacity is how many operand pods the test cluster holds (default DefaultPodCapacity): a
+	// valid case whose states ask for more (replica-like fields times shard-like ones) is labelled
+	// a misoperation.
+	PodCapacity int
 	// Lenient drops the seed's fields the schema does not declare with a warning (Plan.SeedWarnings)
 	// instead of refusing the seed (ErrSeedUnknownField).
 	Lenient bool
@@ -88,6 +92,8 @@ type Generator struct {
 	implied []impliedChange
 	// domains holds the inferred domain of every property (inferDomains; read-only once built).
 	domains map[*crd.Property]inferredDomain
+	// pods are the replica-like fields pod estimates read (podGroups).
+	pods []podGroup
 }
 
 // NewGenerator validates the seed against the schema, infers semantics and mines the examples.
@@ -122,6 +128,7 @@ func NewGenerator(s *crd.Schema, seed map[string]any, opts Options) (*Generator,
 	}
 	g.sem = annotate(s)
 	g.domains = inferDomains(s)
+	g.pods = podGroups(s)
 	if err := g.setSeed(seed); err != nil {
 		return nil, err
 	}
@@ -219,6 +226,10 @@ type draft struct {
 	description string
 	steps       []map[string]any
 	stepDescs   []string
+	// undo, when set, says that the last step turns off again what the case turned on (a flag
+	// flipped to true, an object added); it is the part of the description that says so. The
+	// step is left out when the API server would refuse it as an update.
+	undo string
 }
 
 // genFunc draws one candidate; errSkip means the generator does not apply.
@@ -294,6 +305,11 @@ feed:
 		states:        map[string][]map[string]any{},
 		SemanticRoots: g.sem.Roots,
 		SeedWarnings:  g.seedWarnings,
+		PodCapacity:   g.podCapacity(),
+		PodFields:     g.PodFields(),
+	}
+	if len(g.pods) > 0 {
+		plan.SeedPods = podsOf(g.pods, g.base)
 	}
 	ids := map[string]int{}
 	for _, r := range results {
@@ -517,14 +533,25 @@ func (g *Generator) finishResolved(ctx context.Context, p *crd.Property, d *draf
 		if jsonv.Equal(st, prev) {
 			return nil, nil, fmt.Errorf("step %d changes nothing", i+1)
 		}
+		if len(g.effectiveChanges(prev, st)) == 0 {
+			return nil, nil, fmt.Errorf("step %d changes nothing the operator reads (it sets defaults or values already in effect)", i+1)
+		}
 		prev = st
 	}
 	recreate := false
 	if err := g.validateChain(ctx, startStored, d.steps, false); err != nil {
-		if errC := g.validateChain(ctx, nil, d.steps, true); errC != nil {
+		if n := len(d.steps); d.undo != "" && n > 1 && g.validateChain(ctx, startStored, d.steps[:n-1], false) == nil {
+			// Turning the feature off again is refused as an update (immutable once set):
+			// keep the case without it rather than re-create the object.
+			d.steps, d.description, d.undo = d.steps[:n-1], strings.Replace(d.description, d.undo, "", 1), ""
+			if len(d.stepDescs) > n-1 {
+				d.stepDescs = d.stepDescs[:n-1]
+			}
+		} else if errC := g.validateChain(ctx, nil, d.steps, true); errC != nil {
 			return nil, nil, err
+		} else {
+			recreate = true
 		}
-		recreate = true
 	}
 	if g.opts.ServerValidator != nil {
 		prev := start
@@ -570,6 +597,8 @@ func (g *Generator) finishResolved(ctx context.Context, p *crd.Property, d *draf
 	}
 	states = append(states, d.steps...)
 	tc.Covers = g.covered(g.base, states)
+	tc.Effective = g.effectiveAlong(g.base, states)
+	g.estimatePods(tc, states)
 	return tc, states, nil
 }
 
@@ -622,6 +651,25 @@ func satisfied(preds []Predicate, state map[string]any) bool {
 		}
 	}
 	return true
+}
+
+// effectiveAlong lists the properties whose effective values differ along base -> states[0] ->
+// states[1] ... (effectiveChanges).
+func (g *Generator) effectiveAlong(base map[string]any, states []map[string]any) []string {
+	set := map[string]bool{}
+	prev := base
+	for _, st := range states {
+		for _, p := range g.effectiveChanges(prev, st) {
+			set[p] = true
+		}
+		prev = st
+	}
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // covered lists the properties whose values differ along base -> states[0] -> states[1] ...
@@ -703,6 +751,7 @@ func markValue(set map[string]bool, node *crd.Property, v any) {
 func (g *Generator) coverage(plan *Plan) {
 	targeted := map[string][]string{}
 	incidental := map[string][]string{}
+	effective := map[string]bool{}
 	for _, tc := range plan.TestCases {
 		targeted[tc.Property] = append(targeted[tc.Property], tc.ID)
 		for _, c := range tc.Covers {
@@ -718,6 +767,12 @@ func (g *Generator) coverage(plan *Plan) {
 		}
 		if tc.Recreate {
 			plan.Stats.Recreate++
+		}
+		if tc.Pods > plan.PodCapacity && plan.PodCapacity > 0 {
+			plan.Stats.BeyondCapacity++
+		}
+		for _, c := range tc.Effective {
+			effective[c] = true
 		}
 	}
 	dropReasons := map[string]string{}
@@ -748,6 +803,10 @@ func (g *Generator) coverage(plan *Plan) {
 		}
 		pc.AlsoChangedBy = inc
 		pc.Covered = pc.CoveredBy > 0
+		pc.Effective = effective[path]
+		if pc.Effective {
+			plan.Stats.Effective++
+		}
 		switch {
 		case pc.Covered:
 			plan.Stats.Covered++

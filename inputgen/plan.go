@@ -38,6 +38,13 @@ type Plan struct {
 	// (dropped, with Options.Lenient) and values the schema allows but scenarios cannot use
 	// meaningfully (a negative replica count, a port above 65535, a negative quantity).
 	SeedWarnings []string `json:"seedWarnings,omitempty"`
+	// PodCapacity is the number of operand pods the test cluster is assumed to hold; test cases
+	// whose Pods exceed it are misoperations, held back to the end of the breadth order.
+	PodCapacity int `json:"podCapacity,omitempty"`
+	// PodFields says how pods are estimated from the schema's replica-like fields, e.g.
+	// "spec.nodes × (1 + spec.replicas)"; SeedPods is the estimate for the seed.
+	PodFields []string `json:"podFields,omitempty"`
+	SeedPods  int      `json:"seedPods,omitempty"`
 	// SemanticRoots lists the sub-schemas matched to Kubernetes core types.
 	SemanticRoots []semantic.RootMatch `json:"semanticRoots,omitempty"`
 
@@ -56,6 +63,12 @@ type Stats struct {
 	Pinned int `json:"pinned"`
 	// Coverage is Covered/(Properties-Pinned).
 	Coverage float64 `json:"coverage"`
+	// Effective counts properties whose effective value (an absent one being its default) at
+	// least one kept test case changes: setting a default, or a value already in effect, does
+	// not count.
+	Effective int `json:"effective"`
+	// BeyondCapacity counts test cases asking for more pods than PodCapacity.
+	BeyondCapacity int `json:"beyondCapacity,omitempty"`
 	// SemanticMapped counts properties with an inferred meaning; SemanticShare is its share.
 	SemanticMapped int     `json:"semanticMapped"`
 	SemanticShare  float64 `json:"semanticShare"`
@@ -106,6 +119,8 @@ type PropertyCoverage struct {
 	// CoveredBy is the total number of test cases that change the property.
 	CoveredBy int  `json:"coveredBy"`
 	Covered   bool `json:"covered"`
+	// Effective is true when a test case changes the property's effective value.
+	Effective bool `json:"effective,omitempty"`
 	// Pinned is true when no valid desired state can change the property.
 	Pinned bool `json:"pinned,omitempty"`
 	// Reason explains why an uncovered property has no test case.

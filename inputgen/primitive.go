@@ -295,17 +295,37 @@ func genEnumValue(c *caseCtx, v any) (*draft, error) {
 	return single(Valid, fmt.Sprintf("set %s to enum value %s", c.p.Path, describeValue(v)), st), nil
 }
 
+// genFlip flips a boolean. A flag turned on is turned off again in a second step: cases
+// accumulate, so otherwise nothing would ever disable what it enables.
 func genFlip(c *caseCtx) (*draft, error) {
-	var nv any
+	var nv, old any
 	st, _, err := c.setValue(func(eff any, _ bool) (any, error) {
 		b, _ := eff.(bool)
-		nv = !b
+		old, nv = b, !b
 		return nv, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return single(Valid, fmt.Sprintf("flip %s to %v", c.p.Path, nv), st), nil
+	d := single(Valid, fmt.Sprintf("flip %s to %v", c.p.Path, nv), st)
+	if nv == true {
+		d.turnOffAgain(c.start, fmt.Sprintf(", then back to %v", old), fmt.Sprintf("back to %v", old))
+	}
+	return d, nil
+}
+
+// turnOffAgain appends a step back to start (what the case turned on, turned off again).
+func (d *draft) turnOffAgain(start map[string]any, undo, stepDesc string) {
+	for len(d.stepDescs) < len(d.steps) {
+		d.stepDescs = append(d.stepDescs, "")
+	}
+	if len(d.steps) == 1 && d.stepDescs[0] == "" {
+		d.stepDescs[0] = d.description
+	}
+	d.steps = append(d.steps, jsonv.CopyMap(start))
+	d.stepDescs = append(d.stepDescs, stepDesc)
+	d.description += undo
+	d.undo = undo
 }
 
 // genFromPool sets a value taken from the pool (examples, target, LLM) that differs from the
@@ -591,10 +611,25 @@ func genAddObject(c *caseCtx) (*draft, error) {
 		return nil, errSkip
 	}
 	v := c.rich(c.p)
+	if m, ok := v.(map[string]any); ok {
+		if t := enableToggle(c.p); t != nil && effectiveOf(t, m[t.Name()]) == false {
+			// Adding the section of a feature turns the feature on.
+			m[t.Name()] = true
+		}
+	}
+	if m, ok := v.(map[string]any); ok && !effectiveDiff(map[string]bool{}, c.p, nil, m) {
+		// Only defaults (or nothing): the operator would read no change.
+		c.enrich(c.p, m)
+	}
+	if !effectiveDiff(map[string]bool{}, c.p, nil, v) {
+		return nil, fmt.Errorf("no value of %s differs from its defaults", c.p.Path)
+	}
 	if err := jsonv.Set(st, ptr, v); err != nil {
 		return nil, err
 	}
-	return single(Valid, fmt.Sprintf("add %s with %s", c.p.Path, describeValue(v)), st), nil
+	d := single(Valid, fmt.Sprintf("add %s with %s", c.p.Path, describeValue(v)), st)
+	d.turnOffAgain(c.start, ", then remove it again", "remove "+c.p.Path.String())
+	return d, nil
 }
 
 // genAppend appends a new element to a list (creating the list when absent).

@@ -47,7 +47,7 @@ func (g *Generator) repairCEL(p *crd.Property, d *draft, err error) []*draft {
 					continue
 				}
 				seen[ptr] = true
-				nd := &draft{generator: d.generator, label: d.label, stepDescs: d.stepDescs,
+				nd := &draft{generator: d.generator, label: d.label, stepDescs: d.stepDescs, undo: d.undo,
 					description: d.description + " (removing " + f.Path.String() + ", which a validation rule forbids with it)"}
 				changed := false
 				for _, st := range d.steps {

@@ -116,6 +116,13 @@ type TestCase struct {
 	Recreate bool `json:"recreate,omitempty"`
 	// Covers lists every property whose value the test case changes (from the seed).
 	Covers []string `json:"covers"`
+	// Effective lists the properties whose effective value a state of the test case changes
+	// from the one before it: an absent property counts as its default, so setting one to its
+	// default, or to what it already was, is not a change.
+	Effective []string `json:"effective,omitempty"`
+	// Pods is the estimated peak number of operand pods the test case's desired states ask for
+	// (replica-like fields times shard-like ones; 0 when the schema names none).
+	Pods int `json:"pods,omitempty"`
 	// File is the YAML file holding the desired states from the seed, when written by RunGen.
 	File string `json:"file,omitempty"`
 }

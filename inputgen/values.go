@@ -309,6 +309,123 @@ func (c *caseCtx) rich(node *crd.Property) any {
 	return m
 }
 
+// fillOther is a value for an optional scalar field that differs from what its absence means (its
+// default, false for a flag): one from the value pool when it has one, else generated. A field set
+// to its default would make an added object or element carry nothing.
+func (c *caseCtx) fillOther(f *crd.Property) any {
+	def := effectiveOf(f, nil)
+	var opts []any
+	for _, v := range c.candidates(f) {
+		if def == nil || !jsonv.Equal(v, def) {
+			opts = append(opts, v)
+		}
+	}
+	if len(opts) > 0 {
+		return jsonv.Copy(opts[c.r.IntN(len(opts))])
+	}
+	if c.domain(f) == domImage {
+		return c.fill(f)
+	}
+	if v, err := c.scalar(f, def); err == nil {
+		return v
+	}
+	return c.fill(f)
+}
+
+// enrich sets one more field of m, an instance of the object node holding only defaults, to
+// something the operator reads as a change: a scalar field to a value other than its default
+// (pool values first), else a list with one element, a map with one entry, or a nested object
+// enriched in turn. It reports whether it found one.
+func (c *caseCtx) enrich(node *crd.Property, m map[string]any) bool {
+	group := oneOfGroup(node)
+	var scalars, known, lists, maps, objects []*crd.Property
+	for _, f := range node.Fields {
+		if cur, set := m[f.Name()]; set && !jsonv.Equal(effectiveOf(f, cur), effectiveOf(f, nil)) {
+			continue
+		}
+		if group != nil && containsString(group.members, f.Name()) {
+			continue
+		}
+		if coreForbidden(f) != "" || (clusterRef(f) != "" && len(c.candidates(f)) == 0) {
+			continue
+		}
+		d := c.domain(f)
+		switch {
+		case f.EmbeddedResource || f.IsFreeForm():
+		case f.Type == crd.TypeArray:
+			if f.Items != nil && (f.Items.Semantic == nil || f.Items.Semantic.Type != typeResourceClaim) {
+				// A resource claim needs a pod-level claim the operator's pod may not have.
+				lists = append(lists, f)
+			}
+		case f.IsMap():
+			if _, keyed := c.g.pool.Keys(f.Path.String()); len(keyed) > 0 || isResourceList(f) {
+				// Keys the seed or the examples use, or a resource list: a meaningful entry.
+				known = append(known, f)
+			} else {
+				maps = append(maps, f)
+			}
+		case f.Type == crd.TypeObject:
+			objects = append(objects, f)
+		case d == domImage || isReferenceName(f, d):
+			// An image nothing offers, a name nothing declares: the change would never run.
+			if len(c.candidates(f)) > 0 {
+				known = append(known, f)
+			}
+		case len(c.candidates(f)) > 0:
+			known = append(known, f)
+		default:
+			scalars = append(scalars, f)
+		}
+	}
+	pick := func(fs []*crd.Property) *crd.Property { return fs[c.r.IntN(len(fs))] }
+	for _, tier := range [][]*crd.Property{known, scalars} {
+		if len(tier) == 0 {
+			continue
+		}
+		f := pick(tier)
+		if f.IsMap() {
+			fc := *c
+			fc.p, fc.key = f, ""
+			entry := map[string]any{}
+			k := fc.newKey(f, entry)
+			entry[k] = fc.mapValue(k, nil)
+			m[f.Name()] = entry
+			return true
+		}
+		v := c.fillOther(f)
+		if !jsonv.Equal(effectiveOf(f, v), effectiveOf(f, nil)) {
+			m[f.Name()] = v
+			return true
+		}
+	}
+	if len(lists) > 0 {
+		f := pick(lists)
+		m[f.Name()] = []any{c.newItem(f, nil)}
+		return true
+	}
+	if len(maps) > 0 {
+		f := pick(maps)
+		entry := map[string]any{}
+		if f.Values != nil {
+			entry[c.newKey(f, entry)] = c.fill(f.Values)
+			m[f.Name()] = entry
+			return true
+		}
+	}
+	for _, i := range c.r.Perm(len(objects)) {
+		f := objects[i]
+		sub, _ := c.rich(f).(map[string]any)
+		if sub == nil {
+			continue
+		}
+		if effectiveDiff(map[string]bool{}, f, nil, sub) || c.enrich(f, sub) {
+			m[f.Name()] = sub
+			return true
+		}
+	}
+	return false
+}
+
 // embed fills the type and object metadata an embedded resource needs.
 func (c *caseCtx) embed(node *crd.Property, m map[string]any) {
 	kind := "ConfigMap"

@@ -208,11 +208,11 @@ which, and --resume keeps the recorded plan.`,
 					cfg.Plan.CoreValidator, cfg.AfterPlan = srv, stop
 				}
 				if dryRun {
-					_, cases, err := campaign.SelectCases(cmd.Context(), cfg)
+					plan, cases, err := campaign.SelectCases(cmd.Context(), cfg)
 					if err != nil {
 						return err
 					}
-					return printCases(cmd.OutOrStdout(), cfg, cases)
+					return printCases(cmd.OutOrStdout(), cfg, plan, cases)
 				}
 			}
 			res, err := campaign.Run(cmd.Context(), cfg)
