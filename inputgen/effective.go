@@ -140,4 +140,4 @@ func enableToggle(node *crd.Property) *crd.Property {
 	return nil
 }
 
-var enableRE = regexp.MustCompile(`^(enabled?|[a-z][A-Za-z0-9]*Enabled)$`)
+var enableRE = regexp.MustCompile(`^enabled?$`)

@@ -815,6 +815,12 @@ func (g *Generator) coverage(plan *Plan) {
 			pc.Pinned = true
 			pc.Reason = "pinned: the schema requires it and allows only " + describeValue(p.Enum[0])
 			plan.Stats.Pinned++
+		case p.Type == crd.TypeObject && len(p.Fields) == 0 && p.Values == nil && !p.IsFreeForm() && !p.EmbeddedResource && !p.AnyValues:
+			// An object that declares no field (a template's metadata): the API server prunes
+			// whatever it holds, so no value changes what the operator reads.
+			pc.Pinned = true
+			pc.Reason = "pinned: an object that declares no field (the API server prunes what it holds)"
+			plan.Stats.Pinned++
 		default:
 			pc.Reason = dropReasons[path]
 			if pc.Reason == "" {

@@ -627,6 +627,12 @@ func genAddObject(c *caseCtx) (*draft, error) {
 	if err := jsonv.Set(st, ptr, v); err != nil {
 		return nil, err
 	}
+	for _, f := range c.nested {
+		// What enrich added deeper gets what Kubernetes requires of it, as an append would.
+		if _, why := keepConsistent(f, []map[string]any{st}); why != "" {
+			return nil, fmt.Errorf("%s: %s", f.Path, why)
+		}
+	}
 	d := single(Valid, fmt.Sprintf("add %s with %s", c.p.Path, describeValue(v)), st)
 	d.turnOffAgain(c.start, ", then remove it again", "remove "+c.p.Path.String())
 	return d, nil

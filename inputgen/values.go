@@ -32,6 +32,9 @@ type caseCtx struct {
 	start map[string]any
 	// key is the map key chosen for a map-value property ("{*}") by locate.
 	key string
+	// nested are the lists and objects enrich created below the case's property: what
+	// Kubernetes requires of them is checked where they land (keepConsistent).
+	nested []*crd.Property
 }
 
 // chain returns the properties from the first path segment down to p.
@@ -401,6 +404,7 @@ func (c *caseCtx) enrich(node *crd.Property, m map[string]any) bool {
 	if len(lists) > 0 {
 		f := pick(lists)
 		m[f.Name()] = []any{c.newItem(f, nil)}
+		c.nested = append(c.nested, f)
 		return true
 	}
 	if len(maps) > 0 {
@@ -420,6 +424,7 @@ func (c *caseCtx) enrich(node *crd.Property, m map[string]any) bool {
 		}
 		if effectiveDiff(map[string]bool{}, f, nil, sub) || c.enrich(f, sub) {
 			m[f.Name()] = sub
+			c.nested = append(c.nested, f)
 			return true
 		}
 	}
