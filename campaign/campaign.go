@@ -21,6 +21,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/gauntlet-dev/gauntlet/inputgen"
+	"github.com/gauntlet-dev/gauntlet/internal/atomicfile"
 	"github.com/gauntlet-dev/gauntlet/model"
 	"github.com/gauntlet-dev/gauntlet/oracles"
 	"github.com/gauntlet-dev/gauntlet/targets"
@@ -368,15 +369,7 @@ func startOrResume(ctx context.Context, cfg *Config, j *Journal, recs []Record) 
 			sh := cfg.Shard
 			start.Shard = &sh
 		}
-		f, err := os.Create(filepath.Join(cfg.OutDir, "plan.json"))
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("write plan: %w", err)
-		}
-		err = plan.WriteJSON(f)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
+		if err := atomicfile.WriteWith(filepath.Join(cfg.OutDir, "plan.json"), 0o644, plan.WriteJSON); err != nil {
 			return nil, nil, nil, fmt.Errorf("write plan: %w", err)
 		}
 		if err := j.Append(Record{Type: RecStart, Start: start}); err != nil {
@@ -951,7 +944,7 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
 	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
+	if err := atomicfile.Write(path, b, 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
 	}
 	return nil

@@ -3,6 +3,7 @@ package campaign
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/inputgen"
+	"github.com/gauntlet-dev/gauntlet/internal/atomicfile"
 	"github.com/gauntlet-dev/gauntlet/model"
 	"github.com/gauntlet-dev/gauntlet/reports"
 )
@@ -68,10 +70,10 @@ func WriteReports(dir string, res *Result, oracleNames []string, goTests bool) e
 	if err := reports.WriteSummary(dir, sum); err != nil {
 		return err
 	}
-	if err := writeWith(filepath.Join(dir, reports.JUnitFile), func(f *os.File) error { return reports.WriteJUnit(f, sum) }); err != nil {
+	if err := writeWith(filepath.Join(dir, reports.JUnitFile), func(f io.Writer) error { return reports.WriteJUnit(f, sum) }); err != nil {
 		return err
 	}
-	return writeWith(filepath.Join(dir, reports.HTMLFile), func(f *os.File) error {
+	return writeWith(filepath.Join(dir, reports.HTMLFile), func(f io.Writer) error {
 		return reports.WriteHTML(f, sum, reports.Details{Findings: res.Findings, Desired: desired})
 	})
 }
@@ -99,7 +101,7 @@ func attachReproducer(dir string, g *reports.AlarmGroup, res *Result, plan *inpu
 	}
 	rep, _ := GoTestReproducer(cg, reports.CRDRef{Group: plan.Group, Version: plan.Version, Kind: plan.Kind}, filepath.Join(dir, alarmDir))
 	name := reports.GoTestFileName(rep)
-	err := writeWith(filepath.Join(dir, alarmDir, name), func(f *os.File) error { return reports.WriteGoTest(f, rep) })
+	err := writeWith(filepath.Join(dir, alarmDir, name), func(f io.Writer) error { return reports.WriteGoTest(f, rep) })
 	if err != nil {
 		// The replay-only reproducer (gauntlet reproduce) remains.
 		_ = os.Remove(filepath.Join(dir, alarmDir, name))
@@ -166,21 +168,13 @@ func firstEvidence(g *AlarmGroup) []model.Evidence {
 	return nil
 }
 
-// writeWith creates path (and its folder) and fills it with fn.
-func writeWith(path string, fn func(*os.File) error) error {
+// writeWith creates path's folder and replaces path, atomically, with what fn writes.
+func writeWith(path string, fn func(io.Writer) error) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("reports: %w", err)
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("reports: %w", err)
-	}
-	if err := fn(f); err != nil {
-		f.Close()
+	if err := atomicfile.WriteWith(path, 0o644, fn); err != nil {
 		return fmt.Errorf("reports: write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("reports: %w", err)
 	}
 	return nil
 }

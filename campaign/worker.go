@@ -18,6 +18,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/cluster"
 	"github.com/gauntlet-dev/gauntlet/faults"
+	"github.com/gauntlet-dev/gauntlet/internal/atomicfile"
 	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"github.com/gauntlet-dev/gauntlet/model"
 	"github.com/gauntlet-dev/gauntlet/monitors"
@@ -599,7 +600,7 @@ func writeStepFiles(dir string, rec *StepRecord, snap *model.Snapshot) error {
 				return fmt.Errorf("encode %s: %w", f.name, err)
 			}
 		}
-		if err := os.WriteFile(filepath.Join(dir, f.name), b, 0o644); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, f.name), b, 0o644); err != nil {
 			return fmt.Errorf("write step file: %w", err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gauntlet-dev/gauntlet/internal/atomicfile"
 	"io"
 	"io/fs"
 	"math"
@@ -535,15 +536,7 @@ func copyFile(from, to string) error {
 	return out.Close()
 }
 
-// writeFile creates path and fills it with fn.
+// writeFile replaces path, atomically, with what fn writes.
 func writeFile(path string, fn func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := fn(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return atomicfile.WriteWith(path, 0o644, fn)
 }

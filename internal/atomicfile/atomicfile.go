@@ -4,6 +4,8 @@
 package atomicfile
 
 import (
+	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -40,4 +42,14 @@ func Write(path string, data []byte, perm os.FileMode) error {
 		d.Close()
 	}
 	return nil
+}
+
+// WriteWith replaces path, mode perm, with what fn writes (buffered in memory,
+// then written as Write does).
+func WriteWith(path string, perm os.FileMode, fn func(io.Writer) error) error {
+	var b bytes.Buffer
+	if err := fn(&b); err != nil {
+		return err
+	}
+	return Write(path, b.Bytes(), perm)
 }
