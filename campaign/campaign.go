@@ -164,9 +164,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The earlier runs' time: rates count every run's steps over every run's time.
+	prior := ActiveTime(recs)
+	if cfg.Resume {
+		if err := j.Append(Record{Type: RecResume, Time: began.UTC()}); err != nil {
+			return nil, err
+		}
+	}
 
 	r := &runner{cfg: cfg, target: cfg.Target, journal: j, dir: dir, base: plan.Base, lastAppend: new(atomic.Int64), publishesGen: new(atomic.Bool),
-		budget: newBudget(began, cfg.Budget)}
+		budget: newBudget(began, cfg.Budget), prior: prior}
 	r.oracles = append(append([]oracles.Oracle{}, cfg.Oracles...), cfg.Target.Oracles...)
 	for _, rec := range recs {
 		if rec.Type == RecCalibration {
@@ -213,6 +220,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	prog.alarms.Store(int64(countAlarms(recs)))
+	prog.base = prog.done.Load() // the ETA's rate counts this run's steps only
 	stopProg := prog.start()
 	g, gctx := errgroup.WithContext(ctx)
 	for w := range ws {
@@ -274,7 +282,7 @@ func (r *runner) finish(ctx context.Context, envs []*env, jpath string, res *Res
 		r.minimizeGroups(ctx, envs[0], res, recs)
 	}
 	res.Finished = time.Now().UTC()
-	bench(res, time.Since(began))
+	bench(res, time.Since(began), r.prior)
 	if r.cfg.Gate != nil {
 		var waited time.Duration
 		res.Bench.BackoffWaits, waited = r.cfg.Gate.Stats()
@@ -913,10 +921,13 @@ func group(res *Result) {
 	res.Groups = order
 }
 
-// bench computes the throughput figures.
-func bench(res *Result, wall time.Duration) {
+// bench computes the throughput figures: wall is this run's time, prior the
+// earlier runs' of a resumed campaign (its steps are among res.Steps).
+func bench(res *Result, wall, prior time.Duration) {
 	b := &res.Bench
 	b.WallSeconds = wall.Seconds()
+	active := wall + prior
+	b.ActiveSeconds = active.Seconds()
 	var conv, over, snap, orc, jr, stab int64
 	for _, s := range res.Steps {
 		b.Transitions++
@@ -934,8 +945,8 @@ func bench(res *Result, wall time.Duration) {
 		b.MeanConvergeMs, b.MeanOverheadMs = float64(conv)/n, float64(over)/n
 		b.MeanSnapshotMs, b.MeanOraclesMs, b.MeanJournalMs, b.MeanStabilityMs = float64(snap)/n, float64(orc)/n, float64(jr)/n, float64(stab)/n
 	}
-	if wall > 0 {
-		b.TransitionsPerHour = float64(b.Transitions) / wall.Hours()
+	if active > 0 {
+		b.TransitionsPerHour = float64(b.Transitions) / active.Hours()
 	}
 }
 
@@ -957,7 +968,9 @@ type progress struct {
 	done    atomic.Int64
 	alarms  atomic.Int64
 	began   time.Time
-	once    sync.Once
+	// base is done when this run began (a resumed campaign's earlier steps).
+	base int64
+	once sync.Once
 	// tick is how often progress is looked at (1 s); heartbeat the longest
 	// silence in a log (1 min).
 	tick, heartbeat time.Duration
@@ -971,8 +984,8 @@ func (p *progress) line() string {
 	done := p.done.Load()
 	el := time.Since(p.began).Round(time.Second)
 	eta := "?"
-	if done > 0 && int(done) < p.planned {
-		eta = (time.Duration(float64(time.Since(p.began)) / float64(done) * float64(int64(p.planned)-done))).Round(time.Second).String()
+	if ran := done - p.base; ran > 0 && int(done) < p.planned {
+		eta = (time.Duration(float64(time.Since(p.began)) / float64(ran) * float64(int64(p.planned)-done))).Round(time.Second).String()
 	} else if int(done) >= p.planned {
 		eta = "0s"
 	}
@@ -1028,6 +1041,6 @@ func (p *progress) final(res *Result) {
 		return
 	}
 	fmt.Fprintf(p.cfg.Progress, "gauntlet: done: %d steps (%d transitions) in %s, %d alarm groups (%d misoperation groups), %.0f transitions/hour, overhead %.0f ms/step; results in %s\n",
-		res.Done, res.Bench.Transitions, time.Duration(res.Bench.WallSeconds*float64(time.Second)).Round(time.Second), res.Alarms(), len(res.Groups)-res.Alarms(),
+		res.Done, res.Bench.Transitions, time.Duration(res.Bench.ActiveSeconds*float64(time.Second)).Round(time.Second), res.Alarms(), len(res.Groups)-res.Alarms(),
 		res.Bench.TransitionsPerHour, res.Bench.MeanOverheadMs, res.Dir)
 }

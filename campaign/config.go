@@ -221,7 +221,11 @@ type Bench struct {
 	// Transitions counts judged transitions (every step kind).
 	Transitions int `json:"transitions"`
 	// Wall is the campaign's wall-clock time in seconds (this process only when resumed).
-	WallSeconds        float64 `json:"wallSeconds"`
+	WallSeconds float64 `json:"wallSeconds"`
+	// ActiveSeconds is how long the campaign ran over all its runs (WallSeconds
+	// plus the earlier runs of a resumed campaign, without the time between
+	// them); TransitionsPerHour is Transitions (every run's) over it.
+	ActiveSeconds      float64 `json:"activeSeconds,omitempty"`
 	TransitionsPerHour float64 `json:"transitionsPerHour"`
 	// Mean figures per step, in milliseconds.
 	MeanConvergeMs  float64 `json:"meanConvergeMs"`

@@ -23,6 +23,9 @@ const (
 	RecDifferential = "differential"
 	RecReproducer   = "reproducer"
 	RecEnd          = "end"
+	// RecResume marks where a resumed run began (its Time): the time between
+	// the journal's previous record and it was not run.
+	RecResume = "resume"
 )
 
 // Record is one line of journal.jsonl.
@@ -136,6 +139,38 @@ func (s *StepRecord) Alarm() bool {
 		}
 	}
 	return false
+}
+
+// ActiveTime is how long the campaign recorded in recs ran before now: each run
+// from its start (the start record, then each resume record) to its last
+// record. A journal written before resume records existed counts as one run
+// from its start record to its last record.
+func ActiveTime(recs []Record) time.Duration {
+	var total time.Duration
+	var from, last time.Time
+	flush := func() {
+		if !from.IsZero() && last.After(from) {
+			total += last.Sub(from)
+		}
+	}
+	for _, r := range recs {
+		if r.Time.IsZero() {
+			continue
+		}
+		if r.Type == RecStart || r.Type == RecResume {
+			flush()
+			from, last = r.Time, r.Time
+			continue
+		}
+		if from.IsZero() {
+			from = r.Time
+		}
+		if r.Time.After(last) {
+			last = r.Time
+		}
+	}
+	flush()
+	return total
 }
 
 // Journal is an append-only JSON-lines file; each record is fsync'ed before

@@ -37,6 +37,7 @@ func WriteReports(dir string, res *Result, oracleNames []string, goTests bool) e
 		Findings:     res.Findings,
 		Stopped:      res.Stopped,
 		Budget:       res.Budget,
+		Active:       time.Duration(res.Bench.ActiveSeconds * float64(time.Second)),
 		Shard:        res.Shard.report(),
 
 		SimulatedContainers: res.Simulated,

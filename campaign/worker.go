@@ -62,6 +62,8 @@ type runner struct {
 	// budget says whether workers may start another iteration (Config.Budget,
 	// signals); nil for replays.
 	budget *budget
+	// prior is how long the earlier runs of a resumed campaign ran.
+	prior time.Duration
 }
 
 // session is one namespace in which desired states are declared in sequence.

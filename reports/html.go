@@ -263,7 +263,7 @@ func buildView(s Summary, d Details) htmlView {
 		v.Finished = "running"
 	} else {
 		v.Finished = fmtTime(s.Finished)
-		v.Elapsed = fmtDur(s.Finished.Sub(s.Started))
+		v.Elapsed = fmtDur(s.RunTime())
 	}
 	cov := s.Coverage
 	v.Run = buildRun(s)
@@ -388,8 +388,8 @@ func buildRun(s Summary) runView {
 	} else {
 		r.Budget = s.Budget // unparsable: shown as written
 	}
-	if !s.Started.IsZero() && s.Finished.After(s.Started) {
-		r.Used = fmtDur(s.Finished.Sub(s.Started))
+	if d := s.RunTime(); d > 0 {
+		r.Used = fmtDur(d)
 	}
 	if !s.Partial {
 		return r

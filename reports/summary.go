@@ -71,7 +71,12 @@ type Summary struct {
 	Alarms        []AlarmGroup `json:"alarms"`
 	Misoperations []AlarmGroup `json:"misoperations"`
 	Coverage      Coverage     `json:"coverage"`
-	// TransitionsPerHour is StepsDone over the campaign's wall-clock time.
+	// Active is how long the campaign ran, over all its runs (a resumed
+	// campaign's Started is its last run's; the idle time between runs is not
+	// counted); absent in summaries written before it existed, where Finished
+	// minus Started stands in.
+	Active Duration `json:"active,omitempty"`
+	// TransitionsPerHour is StepsDone over Active.
 	TransitionsPerHour float64 `json:"transitionsPerHour"`
 	// HarnessOverhead is the harness's own time per step beyond the operator's
 	// convergence (apply, snapshot, oracles, journal).
@@ -420,6 +425,9 @@ type BuildInput struct {
 	Budget  time.Duration
 	// Shard is the slice of the plan the campaign ran (nil: the whole plan).
 	Shard *Shard
+	// Active is how long the campaign ran over all its runs (zero: Finished
+	// minus Started, a campaign that ran once).
+	Active time.Duration
 	// SimulatedContainers are the containers that ran simulated (see Summary).
 	SimulatedContainers []SimulatedContainer
 	// Time is the campaign-level time beside the steps' phases (Summary.Time).
@@ -456,9 +464,12 @@ func Build(in BuildInput) Summary {
 	s.Oracles = countOracles(in.Oracles, in.Findings, groups)
 	s.Timeline = buildTimeline(in.Steps, in.Findings)
 	s.Coverage = buildCoverage(in.Properties, in.Steps)
-	if !in.Finished.IsZero() && in.Finished.After(in.Started) {
-		h := in.Finished.Sub(in.Started).Hours()
-		s.TransitionsPerHour = math.Round(float64(len(in.Steps))/h*10) / 10
+	s.Active = Duration(in.Active)
+	if in.Active <= 0 && !in.Finished.IsZero() && in.Finished.After(in.Started) {
+		s.Active = Duration(in.Finished.Sub(in.Started))
+	}
+	if s.Active > 0 {
+		s.TransitionsPerHour = math.Round(float64(len(in.Steps))/s.Active.D().Hours()*10) / 10
 	}
 	var over []time.Duration
 	for _, r := range in.Steps {
@@ -691,4 +702,16 @@ func sortedUnique(s []string) []string {
 		}
 	}
 	return out[:n]
+}
+
+// RunTime is how long the campaign ran: Active, or for a summary written
+// before Active existed, Finished minus Started (zero while running).
+func (s Summary) RunTime() time.Duration {
+	if s.Active > 0 {
+		return s.Active.D()
+	}
+	if !s.Started.IsZero() && s.Finished.After(s.Started) {
+		return s.Finished.Sub(s.Started)
+	}
+	return 0
 }

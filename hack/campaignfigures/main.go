@@ -71,7 +71,7 @@ func run(w io.Writer, dir string) error {
 			slowest = s.Converged.Sub(s.Started)
 		}
 	}
-	wall := sum.Finished.Sub(sum.Started)
+	wall := sum.RunTime() // over every run of a resumed campaign
 	if wall <= 0 {
 		return errors.New("the summary has no finish time")
 	}
