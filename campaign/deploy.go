@@ -2,14 +2,22 @@ package campaign
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"strings"
+	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+
 	"github.com/gauntlet-dev/gauntlet/cluster"
+	"github.com/gauntlet-dev/gauntlet/faults"
 	"github.com/gauntlet-dev/gauntlet/model"
+	"github.com/gauntlet-dev/gauntlet/replay"
 	"github.com/gauntlet-dev/gauntlet/targets"
 )
 
@@ -19,6 +27,8 @@ import (
 type Deployment struct {
 	k      *kube
 	target *targets.Target
+	// attached: the operator ran already (Attach); nothing was installed.
+	attached bool
 }
 
 // Deploy installs t's operator on c as a campaign worker does: the deploy
@@ -60,6 +70,150 @@ func (d *Deployment) OperatorLog(ctx context.Context, since time.Time) string {
 // Stop ends an out-of-cluster operator the deployment started and removes its
 // state folder; an in-cluster operator goes with its cluster.
 func (d *Deployment) Stop() { d.k.stop() }
+
+// Attach is a Deployment of t's operator that already runs on the cluster cfg
+// reaches (nothing is installed; Stop does nothing): the operator's pods are
+// found by the target's operator namespace and labels, else by the selector of
+// the Deployment its operator deploy step declares. t may be nil (no fixtures,
+// no operator faults).
+func Attach(cfg *rest.Config, name string, t *targets.Target, log *slog.Logger) (*Deployment, error) {
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	rk, err := replay.NewKube(cfg, name, log)
+	if err != nil {
+		return nil, err
+	}
+	k := &kube{Kube: rk, cs: rk.Clientset(), log: log}
+	if t == nil {
+		t = &targets.Target{Name: "(none)"}
+	}
+	k.opNS, k.opLabels = operatorOf(t)
+	k.SetOperator(k.opNS, k.opLabels)
+	return &Deployment{k: k, target: t, attached: true}, nil
+}
+
+// operatorOf is where t's operator pods are: its operator namespace and
+// labels, else the namespace and selector of the Deployment its operator
+// deploy step declares.
+func operatorOf(t *targets.Target) (string, map[string]string) {
+	ns, labels := t.Operator.Namespace, t.Operator.Labels
+	if len(labels) > 0 {
+		return ns, labels
+	}
+	for _, step := range t.Deploy {
+		if !step.Operator {
+			continue
+		}
+		objs, err := targets.Render(step)
+		if err != nil {
+			continue
+		}
+		for _, o := range objs {
+			if o["kind"] != "Deployment" {
+				continue
+			}
+			sel, _, _ := unstructured.NestedStringMap(o, "spec", "selector", "matchLabels")
+			ons := (&unstructured.Unstructured{Object: o}).GetNamespace()
+			if ons == "" {
+				ons = step.Namespace
+			}
+			return ons, sel
+		}
+	}
+	return ns, labels
+}
+
+// ErrFaultsUnsupported is returned by Deployment.Replay for a reproducer
+// whose faults the cluster's fault back end cannot inject.
+var ErrFaultsUnsupported = errors.New("the cluster cannot inject the reproducer's faults")
+
+// ReplayOptions tune Deployment.Replay.
+type ReplayOptions struct {
+	// Namespace is where the replay declares the custom resource (created
+	// unless it exists; the target's fixtures are applied in it on a cluster
+	// the deployment installed). It is left in place for the caller to judge
+	// and delete.
+	Namespace string
+	// Converge tunes convergence (the campaign's defaults for what is zero).
+	Converge ConvergeOptions
+}
+
+// ReplayOutcome is what a replay did and reached.
+type ReplayOutcome struct {
+	// Steps are the step records, the seed's first: when each converged (or
+	// timed out, got stuck, was refused), the faults injected, and the
+	// harness's own findings (convergence, apply); no oracle judged them.
+	Steps []*StepRecord
+	// Final is the state the last step reached.
+	Final *model.Snapshot
+	// FaultBackend names the fault back end the replay injected with ("" when
+	// the reproducer has no fault).
+	FaultBackend string
+}
+
+// Replay replays rep on the deployment's cluster exactly as a campaign's
+// minimization does (session.run for the seed and each step: declared, its
+// fault injected, held and healed, converged by replay's rule), without
+// judging: the caller judges what it reached (package testkit asserts the
+// reproducer's invariant). Faults go through the cluster's back end
+// (faults.For: the embedded cluster's own; Chaos Mesh elsewhere) or, on an
+// attached cluster without Chaos Mesh, pod kills through the API
+// (replay.APIFaults). A fault kind the back end cannot inject is
+// ErrFaultsUnsupported naming it: a replay without the fault would not test
+// the bug.
+func (d *Deployment) Replay(ctx context.Context, rep *replay.Reproducer, o ReplayOptions) (*ReplayOutcome, error) {
+	if o.Namespace == "" {
+		return nil, errors.New("replay: ReplayOptions.Namespace is required")
+	}
+	cfg := Config{Target: d.target, Logger: d.k.log, Converge: o.Converge}.withDefaults()
+	r := &runner{cfg: cfg, target: d.target, base: rep.Seed, lastAppend: new(atomic.Int64), publishesGen: new(atomic.Bool)}
+	e := &env{cluster: d.k.cluster, kube: d.k, prefix: "replay"}
+	out := &ReplayOutcome{}
+	if kinds := rep.FaultKinds(); len(kinds) > 0 {
+		inj, backend, err := d.injector(ctx)
+		if err != nil {
+			return nil, err
+		}
+		ok, unsupported := supportedKinds(inj, kinds, len(d.target.Operator.Command) > 0)
+		if len(unsupported) > 0 {
+			return nil, fmt.Errorf("%w (fault back end: %s): %s", ErrFaultsUnsupported, backend, strings.Join(unsupported, "; "))
+		}
+		e.inj, r.faultKinds, out.FaultBackend = inj, ok, backend
+		r.cfg.Faults = (&FaultOptions{Kinds: ok}).withDefaults()
+	}
+	var fixtures []string
+	if !d.attached {
+		fixtures = d.target.Fixtures
+	}
+	sess, err := r.openSession(ctx, e, o.Namespace, fixtures)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		sess.stopWorkload(ctx)
+		sess.watch.close()
+	}()
+	out.Steps, out.Final, err = sess.replaySteps(ctx, rep.Seed, rep.Steps, false)
+	return out, err
+}
+
+// injector is the fault back end of the deployment's cluster and its name.
+func (d *Deployment) injector(ctx context.Context) (faults.Injector, string, error) {
+	if d.k.cluster != nil {
+		inj, err := faults.For(ctx, d.k.cluster)
+		if err != nil {
+			return nil, "", err
+		}
+		return inj, fmt.Sprintf("%T", inj), nil
+	}
+	inj, err := faults.NewChaosMesh(ctx, d.k.RESTConfig())
+	if err == nil {
+		return inj, "Chaos Mesh", nil
+	}
+	d.k.log.Info("no Chaos Mesh on the cluster: pod kills through the API only", "err", err)
+	return replay.NewAPIFaults(d.k.cs), "the API (pod kills only; no Chaos Mesh: " + err.Error() + ")", nil
+}
 
 // Readiness is the campaign's convergence readiness rule over a namespace's
 // objects keyed by model.ObjectKey strings: what is not ready (pods not

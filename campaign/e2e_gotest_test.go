@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -19,6 +18,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/cluster/local"
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 	"github.com/gauntlet-dev/gauntlet/model"
+	"github.com/gauntlet-dev/gauntlet/replay"
 	"github.com/gauntlet-dev/gauntlet/reports"
 	"github.com/gauntlet-dev/gauntlet/targets"
 )
@@ -72,7 +72,7 @@ func TestE2EGeneratedGoTest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, ok := campaign.GoTestReproducer(&g, reports.CRDRef{Group: "valkey.gauntlet.dev", Version: tg.Version, Kind: tg.Kind}, gotestAlarm)
+	rep, ok := campaign.GoTestReproducer(&g, replay.CRDRef{Group: "valkey.gauntlet.dev", Version: tg.Version, Kind: tg.Kind}, gotestAlarm)
 	if !ok {
 		t.Fatalf("%s holds no reproducer", gotestAlarm)
 	}
@@ -168,42 +168,45 @@ func TestE2EGeneratedGoTest(t *testing.T) {
 	}
 }
 
-// TestGoTestReproducer: the seed comes first, so the reproducer's steps (and
-// their recreate and fault indexes) shift by one; faults the back end could
-// not inject are dropped; a fault of a fault step strikes the converged state,
-// any other is held while the step's desired state is declared; a target
+// TestGoTestReproducer: the Go test's reproducer is the recorded one (seed,
+// steps, their recreations and fault plans) named after its group, with the
+// CRD, the test's namespace, the group's evidence and the alarm folder; a
+// fault the recorded run's back end could not inject is dropped; a target
 // file's path is made absolute.
 func TestGoTestReproducer(t *testing.T) {
 	d := func(n int) map[string]any {
 		return map[string]any{"metadata": map[string]any{"name": "vk"}, "spec": map[string]any{"replicas": n}}
 	}
-	g := &campaign.AlarmGroup{ID: 7, Findings: nil, Reproducer: &campaign.Reproducer{
+	partition := &campaign.FaultPlan{Kind: "partition", Role: "replica", Pick: 3, Persistent: true, Hold: 8 * time.Second}
+	kill := &campaign.FaultPlan{Kind: "pod-kill", Role: "primary", Pick: 9}
+	failure := &campaign.FaultPlan{Kind: "pod-failure", Role: "replica"}
+	g := &campaign.AlarmGroup{ID: 7, Findings: []model.Finding{{Evidence: []model.Evidence{{Detail: "x"}}}}, Reproducer: &campaign.Reproducer{
 		Signature: "health-1", Oracle: "health", Summary: "pods crash", Target: "targets/my-operator.yaml", Seed: d(1),
 		Steps: []campaign.ReproStep{
-			{Kind: model.StepApply, Desired: d(2), Faults: []model.Fault{{Kind: "partition", Targets: []string{"replica ns/vk-1"}, Persistent: true}}},
+			{Kind: model.StepApply, Desired: d(2), Fault: partition, Faults: []model.Fault{{Kind: "partition", Targets: []string{"replica ns/vk-1"}, Persistent: true}}},
 			{Kind: model.StepRecreate, Desired: d(3), Recreate: true},
-			{Kind: model.StepFault, Desired: d(3), Faults: []model.Fault{
-				{Kind: "pod-kill", Targets: []string{"primary ns/vk-0"}}, {Kind: "pod-failure", Targets: []string{"vk-2"}, Unsupported: "no"}}},
+			{Kind: model.StepFault, Desired: d(3), Fault: kill, Faults: []model.Fault{{Kind: "pod-kill", Targets: []string{"primary ns/vk-0"}}}},
+			{Kind: model.StepFault, Desired: d(3), Fault: failure, Faults: []model.Fault{{Kind: "pod-failure", Targets: []string{"vk-2"}, Unsupported: "no"}}},
 		},
 	}}
-	rep, ok := campaign.GoTestReproducer(g, reports.CRDRef{Version: "v1", Kind: "ValkeyCluster"}, "results/alarms/7")
+	rep, ok := campaign.GoTestReproducer(g, replay.CRDRef{Version: "v1", Kind: "ValkeyCluster"}, "results/alarms/7")
 	if !ok {
 		t.Fatal("no reproducer")
 	}
 	abs, _ := filepath.Abs("targets/my-operator.yaml")
-	want := map[int][]reports.ReproFault{
-		1: {{Kind: "partition", Pods: []string{"vk-1"}, Before: true}},
-		3: {{Kind: "pod-kill", Pods: []string{"vk-0"}}},
-	}
-	if rep.Name != "Gauntlet7" || rep.Package != "gauntlet_test" || rep.Target != abs || len(rep.Steps) != 4 ||
-		fmt.Sprint(rep.Recreate) != "[2]" || !reflect.DeepEqual(rep.Faults, want) || rep.ReplayDir != "results/alarms/7" {
+	if rep.Name != "Gauntlet7" || rep.Package != "gauntlet_test" || rep.Namespace != "gauntlet-repro" || rep.Target != abs || len(rep.Steps) != 4 ||
+		rep.CRD.Kind != "ValkeyCluster" || rep.ReplayDir != "results/alarms/7" || len(rep.Evidence) != 1 ||
+		rep.Steps[0].Fault != partition || !rep.Steps[1].Recreate || rep.Steps[2].Fault != kill || rep.Steps[3].Fault != nil {
 		t.Errorf("GoTestReproducer = %+v", rep)
 	}
-	if _, ok := campaign.GoTestReproducer(&campaign.AlarmGroup{ID: 1}, reports.CRDRef{}, ""); ok {
+	if g.Reproducer.Steps[3].Fault != failure || g.Reproducer.Name != "" {
+		t.Error("GoTestReproducer changed the group's reproducer")
+	}
+	if _, ok := campaign.GoTestReproducer(&campaign.AlarmGroup{ID: 1}, replay.CRDRef{}, ""); ok {
 		t.Error("a group without a reproducer gave one")
 	}
 	g.Reproducer.Target = "builtin:valkey"
-	if rep, _ := campaign.GoTestReproducer(g, reports.CRDRef{}, ""); rep.Target != "builtin:valkey" {
+	if rep, _ := campaign.GoTestReproducer(g, replay.CRDRef{}, ""); rep.Target != "builtin:valkey" {
 		t.Errorf("built-in target became %q", rep.Target)
 	}
 }

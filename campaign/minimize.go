@@ -14,6 +14,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/model"
 	"github.com/gauntlet-dev/gauntlet/oracles"
+	"github.com/gauntlet-dev/gauntlet/replay"
 )
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
@@ -23,37 +24,12 @@ func runOracles(ctx context.Context, r *runner, tr *model.Transition) []model.Fi
 }
 
 // ReproStep is one desired state of a reproducer, declared in order from S0.
-type ReproStep struct {
-	Kind     model.StepKind `json:"kind"`
-	Desired  model.Object   `json:"desired"`
-	Recreate bool           `json:"recreate,omitempty"`
-	// Fault is injected with the step (a fault step, or a persistent fault or operator crash
-	// while Desired is declared).
-	Fault *FaultPlan `json:"fault,omitempty"`
-	// Faults are the faults as the recorded run injected them (with the pods hit).
-	Faults []model.Fault `json:"faults,omitempty"`
-}
+type ReproStep = replay.Step
 
-// Reproducer is a minimized sequence that raises an alarm group's signature.
-type Reproducer struct {
-	Group     int    `json:"group"`
-	Signature string `json:"signature"`
-	Oracle    string `json:"oracle"`
-	Summary   string `json:"summary"`
-	// FromStep is the recorded step the reproducer was derived from.
-	FromStep string `json:"fromStep"`
-	// Seed is D0, declared first on a fresh namespace (S0).
-	Seed model.Object `json:"seed"`
-	// Steps follow the seed.
-	Steps []ReproStep `json:"steps"`
-	// Confirmed is true when a re-run on a fresh namespace raised the signature again.
-	Confirmed bool `json:"confirmed"`
-	// Tried counts the candidate sequences run.
-	Tried int    `json:"tried"`
-	Note  string `json:"note,omitempty"`
-	// Target names the target (its Source) for `gauntlet reproduce`.
-	Target string `json:"target"`
-}
+// Reproducer is a minimized sequence that raises an alarm group's signature:
+// replay's, the one type reproducer.json, `gauntlet reproduce` and the Go
+// tests share.
+type Reproducer = replay.Reproducer
 
 // candidates lists the sequences to try for a failing step, shortest first:
 // (S0, D(i)) alone; Acto's two operations (S0, D(i-1)), (S(i-1), D(i)); and for
@@ -222,19 +198,36 @@ func (r *runner) replay(ctx context.Context, e *env, seed model.Object, seq []Re
 		return nil, err
 	}
 	defer sess.close(ctx)
-	_, s0, err := sess.run(ctx, stepInput{kind: model.StepSeed, desired: seed, noJudge: true})
-	if err != nil {
-		return nil, err
+	recs, _, err := sess.replaySteps(ctx, seed, seq, true)
+	var all []model.Finding
+	for i, rec := range recs {
+		if i > 0 { // the seed's are not the sequence's
+			all = append(all, rec.Findings...)
+		}
 	}
+	return all, err
+}
+
+// replaySteps declares seed (not judged) then seq in the session's namespace,
+// each step as a campaign's worker runs it (session.run: declared, its fault
+// injected and healed, converged); with judge, the steps after the seed are
+// judged by the oracles (rollbacks against the state reached by the earlier
+// declaration of the same desired state). It returns the step records, seed
+// first, and the state the last step reached.
+func (s *session) replaySteps(ctx context.Context, seed model.Object, seq []ReproStep, judge bool) ([]*StepRecord, *model.Snapshot, error) {
+	rec0, s0, err := s.run(ctx, stepInput{kind: model.StepSeed, desired: seed, noJudge: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	recs := []*StepRecord{rec0}
 	seen := []struct {
 		d model.Object
 		s *model.Snapshot
 	}{{seed, s0}}
 	prevD, prevS := seed, s0
-	var all []model.Finding
 	for i, st := range seq {
 		in := stepInput{index: i + 1, kind: st.Kind, desired: st.Desired, prevDesired: prevD, prev: prevS, recreate: st.Recreate,
-			changed: changedPaths(prevD, st.Desired), fault: st.Fault}
+			changed: changedPaths(prevD, st.Desired), fault: st.Fault, noJudge: !judge}
 		if st.Kind == model.StepRollback {
 			for _, x := range seen {
 				if jsonEqual(x.d, st.Desired) {
@@ -242,18 +235,18 @@ func (r *runner) replay(ctx context.Context, e *env, seed model.Object, seq []Re
 				}
 			}
 		}
-		rec, snap, err := sess.run(ctx, in)
+		rec, snap, err := s.run(ctx, in)
 		if err != nil {
-			return nil, err
+			return recs, prevS, err
 		}
-		all = append(all, rec.Findings...)
+		recs = append(recs, rec)
 		prevD, prevS = st.Desired, snap
 		seen = append(seen, struct {
 			d model.Object
 			s *model.Snapshot
 		}{st.Desired, snap})
 	}
-	return all, nil
+	return recs, prevS, nil
 }
 
 // writeAlarms writes alarms/<n>/group.json and reproducer.json.
@@ -267,7 +260,7 @@ func (r *runner) writeAlarms(res *Result) error {
 			return err
 		}
 		if g.Reproducer != nil {
-			if err := writeJSON(filepath.Join(d, "reproducer.json"), g.Reproducer); err != nil {
+			if err := writeJSON(filepath.Join(d, replay.ReproducerFile), g.Reproducer); err != nil {
 				return err
 			}
 		}
@@ -275,18 +268,8 @@ func (r *runner) writeAlarms(res *Result) error {
 	return nil
 }
 
-// ReadReproducer reads DIR/alarms/N/reproducer.json.
-func ReadReproducer(alarmDir string) (*Reproducer, error) {
-	b, err := os.ReadFile(filepath.Join(alarmDir, "reproducer.json"))
-	if err != nil {
-		return nil, fmt.Errorf("read reproducer (give a results folder's alarms/N): %w", err)
-	}
-	var rep Reproducer
-	if err := json.Unmarshal(b, &rep); err != nil {
-		return nil, fmt.Errorf("decode reproducer: %w", err)
-	}
-	return &rep, nil
-}
+// ReadReproducer reads DIR/alarms/N/reproducer.json (replay.ReadReproducer).
+func ReadReproducer(alarmDir string) (*Reproducer, error) { return replay.ReadReproducer(alarmDir) }
 
 // ReproduceResult says whether a replayed reproducer raised its signature again.
 type ReproduceResult struct {
@@ -295,7 +278,7 @@ type ReproduceResult struct {
 }
 
 // ErrNoSteps is returned for a reproducer without steps.
-var ErrNoSteps = errors.New("the reproducer has no steps: its group could not be minimized (see its note)")
+var ErrNoSteps = replay.ErrNoSteps
 
 // Reproduce replays a reproducer on a fresh cluster from cfg.Provider with the
 // operator of cfg.Target deployed, judging with cfg.Oracles.

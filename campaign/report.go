@@ -14,6 +14,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/inputgen"
 	"github.com/gauntlet-dev/gauntlet/internal/atomicfile"
 	"github.com/gauntlet-dev/gauntlet/model"
+	"github.com/gauntlet-dev/gauntlet/replay"
 	"github.com/gauntlet-dev/gauntlet/reports"
 )
 
@@ -100,7 +101,7 @@ func attachReproducer(dir string, g *reports.AlarmGroup, res *Result, plan *inpu
 	if !goTests {
 		return
 	}
-	rep, _ := GoTestReproducer(cg, reports.CRDRef{Group: plan.Group, Version: plan.Version, Kind: plan.Kind}, filepath.Join(dir, alarmDir))
+	rep, _ := GoTestReproducer(cg, replay.CRDRef{Group: plan.Group, Version: plan.Version, Kind: plan.Kind}, filepath.Join(dir, alarmDir))
 	name := reports.GoTestFileName(rep)
 	err := writeWith(filepath.Join(dir, alarmDir, name), func(f io.Writer) error { return reports.WriteGoTest(f, rep) })
 	if err != nil {
@@ -115,46 +116,29 @@ func attachReproducer(dir string, g *reports.AlarmGroup, res *Result, plan *inpu
 }
 
 // GoTestReproducer is the reproducer of g as its generated Go test declares it
-// (named Gauntlet<ID>, package gauntlet_test): the seed, then the minimized
-// steps with their recreations and replayable faults, the target to deploy,
-// and the evidence of g's first finding that has some. replayDir is the alarm
-// folder `gauntlet reproduce` takes. ok is false when g has no reproducer.
-func GoTestReproducer(g *AlarmGroup, crd reports.CRDRef, replayDir string) (rep reports.Reproducer, ok bool) {
-	r := g.Reproducer
-	if r == nil {
-		return reports.Reproducer{}, false
+// (named Gauntlet<ID>, package gauntlet_test, in namespace gauntlet-repro):
+// the recorded reproducer with the CRD, the target made absolute when it is
+// a file, the evidence of g's first finding that has some, and replayDir,
+// the alarm folder `gauntlet reproduce` takes. A step's fault that the
+// recorded run's back end could not inject is dropped: that run went without
+// it. ok is false when g has no reproducer.
+func GoTestReproducer(g *AlarmGroup, crd replay.CRDRef, replayDir string) (rep replay.Reproducer, ok bool) {
+	if g.Reproducer == nil {
+		return replay.Reproducer{}, false
 	}
-	target := r.Target
-	if target != "" && !strings.HasPrefix(target, "builtin:") && !filepath.IsAbs(target) {
-		if abs, err := filepath.Abs(target); err == nil {
-			target = abs // a target file, found from wherever the test runs
+	rep = *g.Reproducer
+	if rep.Target != "" && !strings.HasPrefix(rep.Target, "builtin:") && !filepath.IsAbs(rep.Target) {
+		if abs, err := filepath.Abs(rep.Target); err == nil {
+			rep.Target = abs // a target file, found from wherever the test runs
 		}
 	}
-	rep = reports.Reproducer{
-		Name:      "Gauntlet" + strconv.Itoa(g.ID),
-		Package:   "gauntlet_test",
-		Target:    target,
-		CRD:       crd,
-		Namespace: "gauntlet-repro",
-		Oracle:    r.Oracle,
-		Signature: r.Signature,
-		Summary:   r.Summary,
-		Evidence:  firstEvidence(g),
-		ReplayDir: replayDir,
-	}
-	rep.Steps = append(rep.Steps, r.Seed)
-	for i, s := range r.Steps {
-		rep.Steps = append(rep.Steps, s.Desired)
-		if s.Recreate {
-			rep.Recreate = append(rep.Recreate, i+1)
-		}
-		for _, f := range s.Faults {
-			if rf, ok := reports.ReproFaultFrom(f, s.Kind != model.StepFault); ok {
-				if rep.Faults == nil {
-					rep.Faults = map[int][]reports.ReproFault{}
-				}
-				rep.Faults[i+1] = append(rep.Faults[i+1], rf)
-			}
+	rep.Name, rep.Package, rep.Namespace = "Gauntlet"+strconv.Itoa(g.ID), "gauntlet_test", "gauntlet-repro"
+	rep.CRD, rep.ReplayDir = crd, replayDir
+	rep.Evidence = firstEvidence(g)
+	rep.Steps = slices.Clone(rep.Steps)
+	for i, s := range rep.Steps {
+		if s.Fault != nil && len(s.Faults) > 0 && !slices.ContainsFunc(s.Faults, func(f model.Fault) bool { return f.Unsupported == "" }) {
+			rep.Steps[i].Fault = nil
 		}
 	}
 	return rep, true

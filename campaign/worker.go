@@ -93,11 +93,16 @@ type session struct {
 
 // newSession creates a fresh namespace and starts watching it.
 func (r *runner) newSession(ctx context.Context, e *env, tag string) (*session, error) {
-	ns := fmt.Sprintf("%s-%s%d", e.prefix, tag, e.nsSeq.Add(1))
+	return r.openSession(ctx, e, fmt.Sprintf("%s-%s%d", e.prefix, tag, e.nsSeq.Add(1)), r.target.Fixtures)
+}
+
+// openSession creates namespace ns (unless it exists), applies the fixture
+// files in it and starts watching it.
+func (r *runner) openSession(ctx context.Context, e *env, ns string, fixtures []string) (*session, error) {
 	if err := e.kube.createNamespace(ctx, ns); err != nil {
 		return nil, err
 	}
-	if err := e.kube.applyFixtures(ctx, r.target.Fixtures, ns); err != nil {
+	if err := e.kube.applyFixtures(ctx, fixtures, ns); err != nil {
 		e.kube.deleteNamespace(ctx, ns)
 		return nil, err
 	}

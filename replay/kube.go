@@ -49,6 +49,7 @@ const FieldManager = "gauntlet"
 
 // Kube is a connection to the cluster a replay drives.
 type Kube struct {
+	cfg    *rest.Config
 	name   string
 	dyn    dynamic.Interface
 	cs     kubernetes.Interface
@@ -73,13 +74,19 @@ func NewKube(cfg *rest.Config, name string, log *slog.Logger) (*Kube, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client for %s: %w", name, err)
 	}
-	return newKube(name, dyn, cs, log), nil
+	k := newKube(name, dyn, cs, log)
+	k.cfg = cfg
+	return k, nil
 }
 
 func newKube(name string, dyn dynamic.Interface, cs kubernetes.Interface, log *slog.Logger) *Kube {
 	disc := memory.NewMemCacheClient(cs.Discovery())
 	return &Kube{name: name, dyn: dyn, cs: cs, disc: disc, mapper: restmapper.NewDeferredDiscoveryRESTMapper(disc), log: log}
 }
+
+// RESTConfig is the configuration the clients were made from (nil for a
+// Kube made from clients).
+func (k *Kube) RESTConfig() *rest.Config { return k.cfg }
 
 // Clientset is the typed client.
 func (k *Kube) Clientset() kubernetes.Interface { return k.cs }

@@ -8,7 +8,6 @@ import (
 	"go/format"
 	"go/token"
 	"io"
-	"sort"
 	"strconv"
 	"strings"
 	"text/template"
@@ -17,131 +16,8 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"github.com/gauntlet-dev/gauntlet/model"
+	"github.com/gauntlet-dev/gauntlet/replay"
 )
-
-// CRDRef names the custom resource type a reproducer declares.
-type CRDRef struct {
-	Group   string
-	Version string
-	Kind    string
-	// Resource is the plural resource name ("valkeyclusters"); when empty the
-	// test finds it through discovery.
-	Resource string
-}
-
-// Reproducer is a minimized sequence of desired states that raises an alarm.
-// WriteGoTest writes it as a Go regression test, which hands it to
-// github.com/gauntlet-dev/gauntlet/testkit (where it is testkit.Reproducer) to
-// replay and judge.
-type Reproducer struct {
-	// Name identifies the reproducer; the test is TestReproduce<Name in CamelCase>.
-	// Names must be distinct among the files of one package.
-	Name string
-	// Package is the generated file's package name ("reproducers" when empty).
-	Package string
-	// Target names the operator under test as `gauntlet run --target` takes
-	// it: a built-in target ("builtin:valkey") or a target file's path. A test
-	// without KUBECONFIG deploys it on an embedded cluster of its own.
-	Target string
-	CRD    CRDRef
-	// Namespace is where the CR is declared (the test's GAUNTLET_NAMESPACE
-	// environment variable overrides it).
-	Namespace string
-	// Steps are the desired states, declared in order with server-side apply.
-	Steps []model.Object
-	// Recreate lists indexes into Steps whose CR is deleted and re-created
-	// instead of updated (changes a CEL transition rule forbids).
-	Recreate []int
-	// Oracle, Signature and Summary are the alarm the sequence raises.
-	Oracle    string
-	Signature string
-	Summary   string
-	// Check describes the invariant in words; it goes into the test's comment
-	// and failure messages.
-	Check string
-	// Evidence is the alarm's evidence; it decides what the test asserts
-	// (see Assertion).
-	Evidence []model.Evidence
-	// ConvergeTimeout bounds each step's wait (DefaultConvergeTimeout when
-	// zero); Quiet is how long the namespace's objects must stay unchanged to
-	// count as converged (DefaultQuiet when zero).
-	ConvergeTimeout time.Duration
-	Quiet           time.Duration
-	// Faults lists, by index into Steps, the faults each step ran with. The
-	// test kit replays a pod-kill (PodKillFault) itself; a test whose
-	// reproducer needs any other kind skips, saying so.
-	Faults map[int][]ReproFault
-	// ReplayDir is the reproducer's folder as `gauntlet reproduce` takes it
-	// (<results>/alarms/N); a test that skips for a fault names it.
-	ReplayDir string
-}
-
-// Defaults of a reproducer's timing.
-const (
-	DefaultConvergeTimeout = 5 * time.Minute
-	DefaultQuiet           = 5 * time.Second
-)
-
-// WithDefaults returns r with zero timings set to their defaults.
-func (r Reproducer) WithDefaults() Reproducer {
-	if r.ConvergeTimeout <= 0 {
-		r.ConvergeTimeout = DefaultConvergeTimeout
-	}
-	if r.Quiet <= 0 {
-		r.Quiet = DefaultQuiet
-	}
-	return r
-}
-
-// Alarm is the alarm in one line: "<oracle> alarm <signature>: <summary>".
-func (r Reproducer) Alarm() string {
-	return fmt.Sprintf("%s alarm %s: %s", r.Oracle, r.Signature, r.Summary)
-}
-
-// PodKillFault is the fault kind the test kit replays on any cluster, with
-// plain client-go: it deletes the pods with grace period 0.
-const PodKillFault = "pod-kill"
-
-// ReproFault is a fault one step of a reproducer runs with.
-type ReproFault struct {
-	// Kind is the campaign's fault kind: "pod-kill", "container-crash",
-	// "pod-failure", "partition", "operator-crash", "operator-partition".
-	Kind string
-	// Pods are the names of the pods the recorded run hit ("cache-0"), looked
-	// up in the test's namespace; a pod-kill needs at least one.
-	Pods []string
-	// Before is set for a fault injected before the step's desired state is
-	// declared and held while it is (OAT's persistent fault, an operator crash
-	// mid-reconcile); otherwise the fault strikes the state the step converged
-	// to, and the system must converge again.
-	Before bool
-}
-
-// ReproFaultFrom turns a fault as the campaign recorded it (model.Step.Faults)
-// into a ReproFault; before is as ReproFault.Before. Pods are the pod names of
-// its targets: "primary gauntlet-w0/vk-0", "gauntlet-w0/vk-0" and "vk-0" all
-// name "vk-0". ok is false for a fault the back end could not inject
-// (Unsupported): the recorded run went without it, so the reproducer must too.
-func ReproFaultFrom(f model.Fault, before bool) (rf ReproFault, ok bool) {
-	if f.Unsupported != "" {
-		return ReproFault{}, false
-	}
-	rf = ReproFault{Kind: f.Kind, Before: before}
-	for _, t := range f.Targets {
-		fs := strings.Fields(t)
-		if len(fs) == 0 {
-			continue
-		}
-		last := fs[len(fs)-1]
-		if i := strings.LastIndexByte(last, '/'); i >= 0 {
-			last = last[i+1:]
-		}
-		if last != "" {
-			rf.Pods = append(rf.Pods, last)
-		}
-	}
-	return rf, true
-}
 
 // The oracles whose alarms a Go test can assert.
 const (
@@ -197,7 +73,7 @@ type FieldRef struct {
 	Evidence string
 }
 
-// Assertion derives what r's test asserts from its oracle and evidence:
+// AssertionOf derives what r's test asserts from its oracle and evidence:
 //
 //   - health oracle: every pod in the namespace is Running and Ready, with no
 //     container restarts;
@@ -209,7 +85,7 @@ type FieldRef struct {
 //   - any other oracle, or consistency evidence naming no field: nothing a
 //     plain client-go test could check the way the oracle did
 //     (ErrNoInvariant; `gauntlet reproduce` replays those).
-func (r Reproducer) Assertion() (Assertion, error) {
+func AssertionOf(r replay.Reproducer) (Assertion, error) {
 	a := Assertion{Check: r.Check}
 	switch r.Oracle {
 	case HealthOracle:
@@ -284,125 +160,20 @@ func lastKey(segs []any) string {
 	return ""
 }
 
-// Validate reports what keeps r from being replayed and judged: a missing
-// CRD version or kind, namespace or step, a desired state without
-// metadata.name, a recreate or fault index outside the steps, a fault without
-// a kind, a pod name that is not one, a pod-kill that names no pod or strikes
-// before the first desired state exists, and an alarm with nothing to assert
-// (ErrNoInvariant).
-func (r Reproducer) Validate() error {
-	if r.CRD.Version == "" || r.CRD.Kind == "" {
-		return errors.New("the CRD's version and kind are required")
-	}
-	if r.Namespace == "" {
-		return errors.New("the namespace is required")
-	}
-	if len(r.Steps) == 0 {
-		return errors.New("no desired state to declare: a reproducer needs at least one step")
-	}
-	for i, obj := range r.Steps {
-		if _, err := CleanDesired(obj, r.CRD); err != nil {
-			return fmt.Errorf("step %d: %w", i, err)
-		}
-	}
-	for _, i := range r.Recreate {
-		if i < 0 || i >= len(r.Steps) {
-			return fmt.Errorf("recreate index %d is outside the %d step(s)", i, len(r.Steps))
-		}
-	}
-	if err := r.validateFaults(); err != nil {
+// ValidateGoTest reports what keeps r from being a Go test: what keeps it
+// from being replayed (replay.Reproducer.Validate) and an alarm with nothing
+// to assert (ErrNoInvariant).
+func ValidateGoTest(r replay.Reproducer) error {
+	if err := r.Validate(); err != nil {
 		return err
 	}
-	_, err := r.Assertion()
+	_, err := AssertionOf(r)
 	return err
-}
-
-func (r Reproducer) validateFaults() error {
-	for _, i := range sortedKeys(r.Faults) {
-		if i < 0 || i >= len(r.Steps) {
-			return fmt.Errorf("faults given for step %d, outside the %d step(s)", i, len(r.Steps))
-		}
-		for j, f := range r.Faults[i] {
-			if f.Kind == "" {
-				return fmt.Errorf("step %d fault %d: the fault kind is empty", i, j)
-			}
-			for _, p := range f.Pods {
-				if p == "" || strings.Contains(p, "/") {
-					return fmt.Errorf("step %d fault %d: %q is not a pod name: give the name alone (\"cache-0\"), the test looks it up in its own namespace", i, j, p)
-				}
-			}
-			if f.Kind != PodKillFault {
-				continue
-			}
-			if len(f.Pods) == 0 {
-				return fmt.Errorf("step %d fault %d: a pod-kill names no pod to delete", i, j)
-			}
-			if f.Before && i == 0 {
-				return fmt.Errorf("step %d fault %d: a pod-kill before the first desired state has no pod to delete (the system does not exist yet)", i, j)
-			}
-		}
-	}
-	return nil
-}
-
-// sortedKeys returns a map's int keys in order.
-func sortedKeys[V any](m map[int]V) []int {
-	out := make([]int, 0, len(m))
-	for i := range m {
-		out = append(out, i)
-	}
-	sort.Ints(out)
-	return out
-}
-
-// CleanDesired returns the desired state as a test declares it: apiVersion
-// and kind filled in from crd when missing, status dropped, and metadata cut
-// down to name, labels, annotations and finalizers (the namespace is the
-// test's; server-set fields would be refused or ignored).
-func CleanDesired(obj model.Object, crd CRDRef) (model.Object, error) {
-	if obj == nil {
-		return nil, errors.New("desired state is empty")
-	}
-	clean := model.Object{}
-	for k, val := range obj {
-		if k != "status" {
-			clean[k] = val
-		}
-	}
-	apiVersion := crd.Version
-	if crd.Group != "" {
-		apiVersion = crd.Group + "/" + crd.Version
-	}
-	if _, ok := clean["apiVersion"]; !ok {
-		clean["apiVersion"] = apiVersion
-	}
-	if _, ok := clean["kind"]; !ok {
-		clean["kind"] = crd.Kind
-	}
-	meta, _ := clean["metadata"].(map[string]any)
-	name, _ := meta["name"].(string)
-	if name == "" {
-		return nil, errors.New("desired state has no metadata.name")
-	}
-	keep := map[string]any{}
-	for _, k := range []string{"name", "labels", "annotations", "finalizers"} {
-		if val, ok := meta[k]; ok {
-			keep[k] = val
-		}
-	}
-	clean["metadata"] = keep
-	return clean, nil
-}
-
-func objectName(obj model.Object) string {
-	meta, _ := obj["metadata"].(map[string]any)
-	name, _ := meta["name"].(string)
-	return name
 }
 
 // GoTestFileName is the file name WriteGoTest's output should be saved under:
 // "reproduce_<name>_test.go" in snake case.
-func GoTestFileName(r Reproducer) string {
+func GoTestFileName(r replay.Reproducer) string {
 	parts := identParts(r.Name)
 	for i := range parts {
 		parts[i] = strings.ToLower(parts[i])
@@ -425,7 +196,7 @@ func GoTestFileName(r Reproducer) string {
 // it too. WriteGoTest validates r first (Validate): nothing is written for a
 // reproducer the test kit would refuse, and ErrNoInvariant says when there is
 // nothing to assert.
-func WriteGoTest(w io.Writer, r Reproducer) error {
+func WriteGoTest(w io.Writer, r replay.Reproducer) error {
 	v, err := buildGoTestView(r)
 	if err != nil {
 		return fmt.Errorf("reproducer %q: %w", r.Name, err)
@@ -451,13 +222,12 @@ type goTestView struct {
 	Ident   string
 	Comment []string
 	// Head and Alarm are the literal's simple fields (key, value) that
-	// come before the CRD, and between the faults and the evidence.
+	// come before the CRD, and after the steps before the evidence.
 	Head, Alarm [][2]string
 	CRD         string
 	Namespace   string
+	Seed        []string // quoted lines, joined with +
 	Steps       []goStep
-	Recreate    string
-	Faults      []goStepFaults
 	Evidence    []string
 	// ConvergeTimeout and Quiet are written with goDuration; ReplayDir is quoted.
 	ConvergeTimeout time.Duration
@@ -467,15 +237,15 @@ type goTestView struct {
 
 type goStep struct {
 	Notes   []string // line comments, values quoted
+	Kind    string   // quoted
 	Desired []string // quoted lines, joined with +
+	// Recreate is set for a step that re-creates the custom resource.
+	Recreate bool
+	// Fault is a &testkit.FaultPlan{…} literal, or "".
+	Fault string
 }
 
-type goStepFaults struct {
-	Step   int
-	Faults []string
-}
-
-func buildGoTestView(r Reproducer) (goTestView, error) {
+func buildGoTestView(r replay.Reproducer) (goTestView, error) {
 	pkg := r.Package
 	if pkg == "" {
 		pkg = "reproducers"
@@ -483,10 +253,10 @@ func buildGoTestView(r Reproducer) (goTestView, error) {
 	if !token.IsIdentifier(pkg) || token.IsKeyword(pkg) || pkg == "_" {
 		return goTestView{}, fmt.Errorf("package name %q is not a Go identifier: pass a name such as \"reproducers\"", pkg)
 	}
-	if err := r.Validate(); err != nil {
+	if err := ValidateGoTest(r); err != nil {
 		return goTestView{}, err
 	}
-	a, _ := r.Assertion() // valid: Validate checked it
+	a, _ := AssertionOf(r) // valid: ValidateGoTest checked it
 	r = r.WithDefaults()
 	v := goTestView{Package: pkg, Ident: camel(r.Name), ConvergeTimeout: r.ConvergeTimeout, Quiet: r.Quiet}
 	if r.ReplayDir != "" {
@@ -507,59 +277,29 @@ func buildGoTestView(r Reproducer) (goTestView, error) {
 		crd += ", Resource: " + goString(r.CRD.Resource)
 	}
 	v.CRD = crd + "}"
-	namespace := goString(r.Namespace)
-	v.Namespace = namespace
-
-	recreate := map[int]bool{}
-	var rec []string
-	for _, i := range r.Recreate {
-		if !recreate[i] {
-			recreate[i] = true
-			rec = append(rec, strconv.Itoa(i))
-		}
+	v.Namespace = goString(r.Namespace)
+	seed, _ := replay.CleanDesired(r.Seed, r.CRD) // valid: Validate checked it
+	lines, err := jsonLines(seed)
+	if err != nil {
+		return goTestView{}, fmt.Errorf("seed: %w", err)
 	}
-	if len(rec) > 0 {
-		v.Recreate = "[]int{" + strings.Join(rec, ", ") + "}"
-	}
-	for i, obj := range r.Steps {
-		clean, _ := CleanDesired(obj, r.CRD) // valid: Validate checked it
+	v.Seed = lines
+	for i, st := range r.Steps {
+		clean, _ := replay.CleanDesired(st.Desired, r.CRD) // valid: Validate checked it
 		lines, err := jsonLines(clean)
 		if err != nil {
-			return goTestView{}, fmt.Errorf("step %d: %w", i, err)
+			return goTestView{}, fmt.Errorf("step %d: %w", i+1, err)
 		}
-		note := fmt.Sprintf("Step %d.", i)
-		if recreate[i] {
-			note = fmt.Sprintf("Step %d: the custom resource is deleted and re-created with it.", i)
+		note := fmt.Sprintf("Step %d (%s).", i+1, strconv.Quote(string(st.Kind)))
+		if st.Recreate {
+			note = fmt.Sprintf("Step %d (%s): the custom resource is deleted and re-created with it.", i+1, strconv.Quote(string(st.Kind)))
 		}
-		s := goStep{Notes: []string{note}, Desired: lines}
-		for _, f := range r.Faults[i] {
-			when := "once its desired state converged"
-			if f.Before {
-				when = "before its desired state is declared"
-			}
-			n := "Fault " + strconv.Quote(f.Kind)
-			if len(f.Pods) > 0 {
-				n += fmt.Sprintf(" on pods %q", f.Pods)
-			}
-			s.Notes = append(s.Notes, n+", "+when+".")
+		gs := goStep{Notes: []string{note}, Kind: goString(string(st.Kind)), Desired: lines, Recreate: st.Recreate}
+		if st.Fault != nil {
+			gs.Fault = "&" + faultLiteral(*st.Fault)
+			gs.Notes = append(gs.Notes, faultNote(st))
 		}
-		v.Steps = append(v.Steps, s)
-	}
-	for _, i := range sortedKeys(r.Faults) {
-		sf := goStepFaults{Step: i}
-		for _, f := range r.Faults[i] {
-			lit := "{Kind: " + goString(f.Kind)
-			if len(f.Pods) > 0 {
-				lit += ", Pods: " + goStrings(f.Pods)
-			}
-			if f.Before {
-				lit += ", Before: true"
-			}
-			sf.Faults = append(sf.Faults, lit+"}")
-		}
-		if len(sf.Faults) > 0 {
-			v.Faults = append(v.Faults, sf)
-		}
+		v.Steps = append(v.Steps, gs)
 	}
 	v.Alarm = append(v.Alarm,
 		[2]string{"Oracle", goString(r.Oracle)},
@@ -597,6 +337,51 @@ func buildGoTestView(r Reproducer) (goTestView, error) {
 		}
 	}
 	return v, nil
+}
+
+// faultLiteral is a testkit.FaultPlan{…} composite literal of p.
+func faultLiteral(p replay.FaultPlan) string {
+	parts := []string{"Kind: " + goString(p.Kind), "Role: " + goString(p.Role), "Pick: " + strconv.Itoa(p.Pick)}
+	if p.Persistent {
+		parts = append(parts, "Persistent: true")
+	}
+	if p.Delay != 0 {
+		parts = append(parts, "Delay: "+goDuration(p.Delay))
+	}
+	if p.Hold != 0 {
+		parts = append(parts, "Hold: "+goDuration(p.Hold))
+	}
+	if p.Then != nil {
+		parts = append(parts, "Then: &"+faultLiteral(*p.Then))
+	}
+	if p.After != 0 {
+		parts = append(parts, "After: "+goDuration(p.After))
+	}
+	return "testkit.FaultPlan{" + strings.Join(parts, ", ") + "}"
+}
+
+// faultNote says in a comment what a step's fault does and whom the recorded
+// run hit (values quoted).
+func faultNote(st replay.Step) string {
+	p := st.Fault
+	when := "held while its desired state is declared"
+	switch {
+	case st.Kind == model.StepFault:
+		when = "on the state its desired state converged to"
+	case p.Kind == replay.FaultOperatorCrash:
+		when = fmt.Sprintf("%v after its desired state is declared", p.Delay)
+	case !replay.Lasting(p.Kind):
+		when = "as its desired state is declared"
+	}
+	n := fmt.Sprintf("Fault %s on the %s, %s", strconv.Quote(p.Kind), strconv.Quote(p.Role), when)
+	var hit []string
+	for _, f := range st.Faults {
+		hit = append(hit, f.Targets...)
+	}
+	if len(hit) > 0 {
+		n += fmt.Sprintf("; the recorded run hit %q", hit)
+	}
+	return n + "."
 }
 
 // jsonLines renders v as indented JSON, one quoted Go string literal per line.
@@ -761,24 +546,24 @@ func TestReproduce{{.Ident}}(t *testing.T) {
 		{{- end}}
 		CRD:       {{.CRD}},
 		Namespace: {{.Namespace}},
-		Steps: []testkit.Object{
+		// The seed (D0), declared first.
+		Seed: testkit.MustObject({{range $i, $l := .Seed}}{{if $i}} +
+			{{end}}{{$l}}{{end}}),
+		{{- if .Steps}}
+		Steps: []testkit.Step{
 			{{- range .Steps}}
 			{{- range .Notes}}
 			// {{.}}
 			{{- end}}
-			testkit.MustObject({{range $i, $l := .Desired}}{{if $i}} +
-				{{end}}{{$l}}{{end}}),
-			{{- end}}
-		},
-		{{- if .Recreate}}
-		Recreate: {{.Recreate}},
-		{{- end}}
-		{{- if .Faults}}
-		Faults: map[int][]testkit.Fault{
-			{{- range .Faults}}
-			{{.Step}}: {
-				{{- range .Faults}}
-				{{.}},
+			{
+				Kind: {{.Kind}},
+				Desired: testkit.MustObject({{range $i, $l := .Desired}}{{if $i}} +
+					{{end}}{{$l}}{{end}}),
+				{{- if .Recreate}}
+				Recreate: true,
+				{{- end}}
+				{{- if .Fault}}
+				Fault: {{.Fault}},
 				{{- end}}
 			},
 			{{- end}}

@@ -22,6 +22,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/gauntlet-dev/gauntlet/model"
+	"github.com/gauntlet-dev/gauntlet/replay"
+)
+
+// The reproducer's types, as the tests name them.
+type (
+	Reproducer = replay.Reproducer
+	CRDRef     = replay.CRDRef
 )
 
 func TestParsePath(t *testing.T) {
@@ -90,8 +97,11 @@ func nastyReproducer() Reproducer {
 		Target:    "/home/me/targets/" + nasty + ".yaml",
 		CRD:       CRDRef{Group: vkGroup, Version: "v1alpha1", Kind: "ValkeyCluster", Resource: "valkeyclusters"},
 		Namespace: "gauntlet-w0",
-		Steps:     []model.Object{spec(3), spec(1), spec(3)},
-		Recreate:  []int{1},
+		Seed:      spec(3),
+		Steps: []replay.Step{
+			{Kind: model.StepRecreate, Desired: spec(1), Recreate: true},
+			{Kind: model.StepApply, Desired: spec(3)},
+		},
 		Oracle:    "consistency",
 		Signature: "consistency-5901e243ab35",
 		Summary:   "spec.config is not applied: " + nasty,
@@ -115,10 +125,10 @@ func healthReproducer() Reproducer {
 		Target:    "builtin:valkey",
 		CRD:       CRDRef{Group: vkGroup, Version: "v1alpha1", Kind: "ValkeyCluster"},
 		Namespace: "gauntlet-w1",
-		Steps: []model.Object{{
+		Seed: model.Object{
 			"metadata": map[string]any{"name": "vk"},
 			"spec":     map[string]any{"replicas": 3, "config": map[string]any{"io-threads": "4"}},
-		}},
+		},
 		Oracle:    "health",
 		Signature: "health-b1db3c0a6609",
 		Summary:   "valkey containers restart in a loop",
@@ -126,34 +136,38 @@ func healthReproducer() Reproducer {
 	}
 }
 
-// nastyPod is a hostile pod name (no "/", which WriteGoTest rejects in a pod name).
-var nastyPod = strings.ReplaceAll(nasty, "/", "")
-
-// podKillReproducer kills pods twice: the replica before the second desired
-// state is declared, then the primary (and a hostile name) on the converged
-// state of a fault step.
+// podKillReproducer kills pods in two fault steps: a replica of the seed's
+// state, then the primary of the next desired state's (with a hostile
+// recorded target in its comment).
 func podKillReproducer() Reproducer {
 	r := healthReproducer()
 	r.Name = "health after pod kill"
 	spec := func(replicas int) model.Object {
 		return model.Object{"metadata": map[string]any{"name": "vk"}, "spec": map[string]any{"replicas": replicas}}
 	}
-	r.Steps = []model.Object{spec(3), spec(2), spec(2)}
-	r.Faults = map[int][]ReproFault{
-		1: {{Kind: PodKillFault, Pods: []string{"vk-2"}, Before: true}},
-		2: {{Kind: PodKillFault, Pods: []string{"vk-0", nastyPod}}},
+	r.Seed = spec(3)
+	r.Steps = []replay.Step{
+		{Kind: model.StepFault, Desired: spec(3), Fault: &replay.FaultPlan{Kind: replay.FaultPodKill, Role: "replica", Pick: 7}},
+		{Kind: model.StepApply, Desired: spec(2)},
+		{Kind: model.StepFault, Desired: spec(2), Fault: &replay.FaultPlan{Kind: replay.FaultPodKill, Role: "primary", Pick: 40961},
+			Faults: []model.Fault{{Kind: replay.FaultPodKill, Targets: []string{"primary gauntlet-w1/vk-0 " + nasty}}}},
 	}
 	r.ConvergeTimeout = 2 * time.Minute
 	return r
 }
 
-// partitionReproducer needs a partition held across its second desired state.
+// partitionReproducer holds a partition across its second desired state,
+// with a pod kill of the primary while it holds, then crashes the operator
+// mid-reconcile.
 func partitionReproducer() Reproducer {
 	r := healthReproducer()
 	r.Name = "health under partition"
-	r.Steps = append(r.Steps, model.Object{"metadata": map[string]any{"name": "vk"}, "spec": map[string]any{"replicas": 5}})
-	r.Faults = map[int][]ReproFault{
-		1: {{Kind: "partition", Pods: []string{"vk-2"}, Before: true}, {Kind: PodKillFault, Pods: []string{"vk-0"}}},
+	r.Steps = []replay.Step{
+		{Kind: model.StepApply, Desired: model.Object{"metadata": map[string]any{"name": "vk"}, "spec": map[string]any{"replicas": 5}},
+			Fault: &replay.FaultPlan{Kind: replay.FaultPartition, Role: "replica", Pick: 2, Persistent: true, Hold: 8 * time.Second,
+				Then: &replay.FaultPlan{Kind: replay.FaultPodKill, Role: "primary"}, After: 1500 * time.Millisecond}},
+		{Kind: model.StepApply, Desired: model.Object{"metadata": map[string]any{"name": "vk"}, "spec": map[string]any{"replicas": 3}},
+			Fault: &replay.FaultPlan{Kind: replay.FaultOperatorCrash, Role: replay.RoleOperator, Pick: 1, Persistent: true, Delay: 734 * time.Millisecond}},
 	}
 	r.ReplayDir = "results/alarms/3"
 	return r
@@ -225,6 +239,12 @@ var durationType = reflect.TypeOf(time.Duration(0))
 // evalInto evaluates e into v (of v's type).
 func evalInto(t *testing.T, e ast.Expr, v reflect.Value) {
 	t.Helper()
+	if u, ok := e.(*ast.UnaryExpr); ok && u.Op == token.AND && v.Kind() == reflect.Pointer {
+		p := reflect.New(v.Type().Elem())
+		evalInto(t, u.X, p.Elem())
+		v.Set(p)
+		return
+	}
 	if lit, ok := e.(*ast.CompositeLit); ok {
 		switch v.Kind() {
 		case reflect.Struct:
@@ -385,28 +405,35 @@ func TestWriteGoTestRoundTrip(t *testing.T) {
 			}
 			want := r.WithDefaults()
 			want.Package = ""
-			want.Steps = nil
+			seed, err := replay.CleanDesired(r.Seed, r.CRD)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want.Seed, want.Steps = seed, nil
 			for _, s := range r.Steps {
-				c, err := CleanDesired(s, r.CRD)
+				c, err := replay.CleanDesired(s.Desired, r.CRD)
 				if err != nil {
 					t.Fatal(err)
 				}
-				want.Steps = append(want.Steps, c)
+				s.Desired, s.Faults = c, nil // the recorded faults are comments
+				want.Steps = append(want.Steps, s)
 			}
 			got := d.Repro
-			if !jsonEqual(t, got.Steps, want.Steps) {
-				t.Errorf("desired states came back as\n%v\nwant\n%v", got.Steps, want.Steps)
+			for _, x := range []struct {
+				what      string
+				got, want any
+			}{{"seed", got.Seed, want.Seed}, {"steps", got.Steps, want.Steps}, {"evidence", got.Evidence, want.Evidence}} {
+				if !jsonEqual(t, x.got, x.want) {
+					t.Errorf("%s came back as\n%v\nwant\n%v", x.what, x.got, x.want)
+				}
 			}
-			if !jsonEqual(t, got.Evidence, want.Evidence) {
-				t.Errorf("evidence came back as\n%#v\nwant\n%#v", got.Evidence, want.Evidence)
-			}
-			got.Steps, want.Steps, got.Evidence, want.Evidence = nil, nil, nil, nil
+			got.Seed, want.Seed, got.Steps, want.Steps, got.Evidence, want.Evidence = nil, nil, nil, nil, nil, nil
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("reproducer came back as\n%#v\nwant\n%#v", got, want)
 			}
 			// The test asserts what the reproducer's Assertion says, nothing else.
-			ga, err1 := d.Repro.Assertion()
-			wa, err2 := r.Assertion()
+			ga, err1 := AssertionOf(d.Repro)
+			wa, err2 := AssertionOf(r)
 			if err1 != nil || err2 != nil || !jsonEqual(t, ga, wa) {
 				t.Errorf("assertion of the decoded reproducer %+v (%v), want %+v (%v)", ga, err1, wa, err2)
 			}
@@ -419,8 +446,8 @@ func TestWriteGoTestLiteral(t *testing.T) {
 	for _, want := range []string{
 		"func TestReproduceConsistency5901e243ab35Script",
 		`CRD:       testkit.CRDRef{Group: "valkey.gauntlet.dev", Version: "v1alpha1", Kind: "ValkeyCluster", Resource: "valkeyclusters"},`,
-		"Recreate:  []int{1},",
-		"// Step 1: the custom resource is deleted and re-created with it.",
+		"Recreate: true,",
+		`// Step 1 ("recreate"): the custom resource is deleted and re-created with it.`,
 		`Path: "spec.template.spec.containers[name=valkey].env[0].value"`,
 		`{Path: "spec.replicas", Expected: testkit.MustJSON("3"), Actual: testkit.MustJSON("1")},`,
 		"ConvergeTimeout: 90 * time.Second,",
@@ -431,8 +458,8 @@ func TestWriteGoTestLiteral(t *testing.T) {
 			t.Errorf("generated test lacks %q", want)
 		}
 	}
-	if strings.Contains(src, "ReplayDir") || strings.Contains(src, "Faults:") {
-		t.Error("empty ReplayDir or Faults written")
+	if strings.Contains(src, "ReplayDir") || strings.Contains(src, "Fault:") {
+		t.Error("empty ReplayDir or Fault written")
 	}
 	if n := strings.Count(src, "testkit.MustObject("); n != 3 {
 		t.Errorf("%d desired states, want 3", n)
@@ -476,11 +503,11 @@ func TestWriteGoTestGolden(t *testing.T) {
 }
 
 func TestAssertion(t *testing.T) {
-	health, err := healthReproducer().Assertion()
+	health, err := AssertionOf(healthReproducer())
 	if err != nil || !health.Health || len(health.Values) != 0 || health.Check != "every pod in the namespace is Running and Ready, and no container restarted" {
 		t.Errorf("health assertion %+v, %v", health, err)
 	}
-	a, err := nastyReproducer().Assertion()
+	a, err := AssertionOf(nastyReproducer())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -516,7 +543,7 @@ func TestAssertion(t *testing.T) {
 		{Object: "/v1/ConfigMap/gauntlet-w0/vk-config", Path: `data["valkey.conf"]`, Expected: "noeviction", Actual: "allkeys-lru", Detail: "this field sets maxmemory-policy"},
 		{Object: stsKey, Path: "spec.template.metadata.annotations.policy", Expected: "noeviction", Actual: "x", Detail: "closest field by name"},
 	}
-	a, err = r.Assertion()
+	a, err = AssertionOf(r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -527,13 +554,13 @@ func TestAssertion(t *testing.T) {
 	}
 	// Nothing but the CR's own property, or another oracle: nothing to assert.
 	r.Evidence = r.Evidence[:1]
-	if _, err := r.Assertion(); !errors.Is(err, ErrNoInvariant) {
+	if _, err := AssertionOf(r); !errors.Is(err, ErrNoInvariant) {
 		t.Errorf("CR evidence only: %v, want ErrNoInvariant", err)
 	}
 	for _, o := range []string{"differential", "availability", "system-state", "stability", ""} {
 		r := nastyReproducer()
 		r.Oracle = o
-		if _, err := r.Assertion(); !errors.Is(err, ErrNoInvariant) {
+		if _, err := AssertionOf(r); !errors.Is(err, ErrNoInvariant) {
 			t.Errorf("oracle %q: %v, want ErrNoInvariant", o, err)
 		}
 	}
@@ -554,7 +581,7 @@ func TestCleanDesired(t *testing.T) {
 		"spec":     map[string]any{"replicas": 1},
 		"status":   map[string]any{"phase": "Ready"},
 	}
-	got, err := CleanDesired(in, CRDRef{Group: vkGroup, Version: "v1alpha1", Kind: "ValkeyCluster"})
+	got, err := replay.CleanDesired(in, CRDRef{Group: vkGroup, Version: "v1alpha1", Kind: "ValkeyCluster"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -569,7 +596,7 @@ func TestCleanDesired(t *testing.T) {
 	if _, ok := in["status"]; !ok {
 		t.Error("CleanDesired changed its input")
 	}
-	core, err := CleanDesired(model.Object{"metadata": map[string]any{"name": "x"}}, CRDRef{Version: "v1", Kind: "ConfigMap"})
+	core, err := replay.CleanDesired(model.Object{"metadata": map[string]any{"name": "x"}}, CRDRef{Version: "v1", Kind: "ConfigMap"})
 	if err != nil || core["apiVersion"] != "v1" {
 		t.Errorf("core group: %v, %v", core, err)
 	}
@@ -585,11 +612,13 @@ func TestWriteGoTestErrors(t *testing.T) {
 	}{
 		{"package keyword", func(r *Reproducer) { r.Package = "func" }, "not a Go identifier", nil},
 		{"package with dash", func(r *Reproducer) { r.Package = "my-tests" }, "not a Go identifier", nil},
-		{"no steps", func(r *Reproducer) { r.Steps = nil }, "at least one step", nil},
+		{"no seed", func(r *Reproducer) { r.Seed = nil }, "no seed", nil},
 		{"no namespace", func(r *Reproducer) { r.Namespace = "" }, "namespace", nil},
 		{"no kind", func(r *Reproducer) { r.CRD.Kind = "" }, "kind", nil},
-		{"nameless CR", func(r *Reproducer) { r.Steps = []model.Object{{"spec": map[string]any{}}} }, "metadata.name", nil},
-		{"recreate out of range", func(r *Reproducer) { r.Recreate = []int{3} }, "outside", nil},
+		{"nameless CR", func(r *Reproducer) { r.Steps = []replay.Step{{Kind: model.StepApply, Desired: model.Object{"spec": map[string]any{}}}} }, "step 1: desired state has no metadata.name", nil},
+		{"unknown fault", func(r *Reproducer) {
+			r.Steps = []replay.Step{{Kind: model.StepFault, Desired: r.Seed, Fault: &replay.FaultPlan{Kind: "meteor", Role: "pod"}}}
+		}, `step 1: unknown fault kind "meteor"`, nil},
 		{"nothing to assert", func(r *Reproducer) { r.Oracle = "stability" }, "nothing to assert", ErrNoInvariant},
 		{"bad object key", func(r *Reproducer) {
 			r.Oracle = "consistency"
@@ -616,7 +645,7 @@ func TestWriteGoTestErrors(t *testing.T) {
 				t.Fatal("wrote output despite the error")
 			}
 			if tc.name != "package keyword" && tc.name != "package with dash" {
-				if verr := r.Validate(); verr == nil || !strings.Contains(verr.Error(), tc.want) {
+				if verr := ValidateGoTest(r); verr == nil || !strings.Contains(verr.Error(), tc.want) {
 					t.Errorf("Validate = %v, want the same error", verr)
 				}
 			}
@@ -643,8 +672,8 @@ func TestGoTestFileName(t *testing.T) {
 // (so the test kit and client-go resolve through the module's own go.mod) and
 // runs go vet on it: the files compile, type-check against the testkit
 // package and share a package without clashing. It then runs them with
-// -short and no KUBECONFIG, where none may start a cluster: the partition one
-// skips for its fault, the others for -short. The folder starts with "_" so
+// -short and no KUBECONFIG, where none may start a cluster: all four skip for
+// -short, none for its faults. The folder starts with "_" so
 // that concurrent "./..." patterns never pick it up; it is removed afterwards.
 // (campaign's TestE2EGeneratedGoTest runs a generated test for real.)
 func TestGeneratedTestCompiles(t *testing.T) {
@@ -689,19 +718,18 @@ func TestGeneratedTestCompiles(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go test -short on the generated tests: %v\n%s", err, out)
 	}
-	if n := strings.Count(string(out), "--- SKIP: TestReproduce"); n != 4 || strings.Count(string(out), "[short] starts real components") != 3 ||
-		strings.Count(string(out), "needs the fault partition, which the test kit cannot inject (it replays pod kills only): replay it with `gauntlet reproduce results/alarms/3`") != 1 {
-		t.Fatalf("want four generated tests skipped (three for -short, one for its partition), got:\n%s", out)
+	if n := strings.Count(string(out), "--- SKIP: TestReproduce"); n != 4 || strings.Count(string(out), "[short] starts real components") != 4 {
+		t.Fatalf("want four generated tests skipped for -short (none for its faults), got:\n%s", out)
 	}
 }
 
 func TestWriteGoTestFaults(t *testing.T) {
 	src := string(generate(t, podKillReproducer()))
 	for _, want := range []string{
-		"Faults: map[int][]testkit.Fault{",
-		`{Kind: "pod-kill", Pods: []string{"vk-2"}, Before: true},`,
-		`{Kind: "pod-kill", Pods: []string{"vk-0", ` + strconv.Quote(nastyPod) + `}},`,
-		"// Fault \"pod-kill\" on pods [\"vk-2\"], before its desired state is declared.",
+		`Fault: &testkit.FaultPlan{Kind: "pod-kill", Role: "replica", Pick: 7},`,
+		`Fault: &testkit.FaultPlan{Kind: "pod-kill", Role: "primary", Pick: 40961},`,
+		`// Fault "pod-kill" on the "replica", on the state its desired state converged to.`,
+		`// Fault "pod-kill" on the "primary", on the state its desired state converged to; the recorded run hit ["primary gauntlet-w1/vk-0 ` + strings.Trim(strconv.Quote(nasty), `"`) + `"].`,
 		"ConvergeTimeout: 2 * time.Minute,",
 	} {
 		if !strings.Contains(src, want) {
@@ -710,62 +738,13 @@ func TestWriteGoTestFaults(t *testing.T) {
 	}
 	src = string(generate(t, partitionReproducer()))
 	for _, want := range []string{
-		`{Kind: "partition", Pods: []string{"vk-2"}, Before: true},`,
-		"// Fault \"partition\" on pods [\"vk-2\"], before its desired state is declared.",
+		`Fault: &testkit.FaultPlan{Kind: "partition", Role: "replica", Pick: 2, Persistent: true, Hold: 8 * time.Second, Then: &testkit.FaultPlan{Kind: "pod-kill", Role: "primary", Pick: 0}, After: 1500 * time.Millisecond},`,
+		`Fault: &testkit.FaultPlan{Kind: "operator-crash", Role: "operator", Pick: 1, Persistent: true, Delay: 734 * time.Millisecond},`,
+		`// Fault "operator-crash" on the "operator", 734ms after its desired state is declared.`,
 		`ReplayDir:       "results/alarms/3",`,
 	} {
 		if !strings.Contains(src, want) {
 			t.Errorf("generated test lacks %q", want)
-		}
-	}
-}
-
-func TestWriteGoTestFaultErrors(t *testing.T) {
-	tests := []struct {
-		name   string
-		faults map[int][]ReproFault
-		want   string
-	}{
-		{"step out of range", map[int][]ReproFault{5: {{Kind: PodKillFault, Pods: []string{"vk-0"}}}}, "outside the 2 step(s)"},
-		{"negative step", map[int][]ReproFault{-1: {{Kind: "partition"}}}, "outside"},
-		{"no kind", map[int][]ReproFault{1: {{Pods: []string{"vk-0"}}}}, "kind is empty"},
-		{"kill without pods", map[int][]ReproFault{1: {{Kind: PodKillFault}}}, "names no pod"},
-		{"namespaced pod", map[int][]ReproFault{1: {{Kind: PodKillFault, Pods: []string{"gauntlet-w0/vk-0"}}}}, "not a pod name"},
-		{"empty pod", map[int][]ReproFault{1: {{Kind: "partition", Pods: []string{""}}}}, "not a pod name"},
-		{"kill before anything exists", map[int][]ReproFault{0: {{Kind: PodKillFault, Pods: []string{"vk-0"}, Before: true}}}, "before the first desired state"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			r := partitionReproducer()
-			r.Faults = tc.faults
-			var buf bytes.Buffer
-			err := WriteGoTest(&buf, r)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("WriteGoTest = %v, want an error containing %q", err, tc.want)
-			}
-			if buf.Len() != 0 {
-				t.Fatal("wrote output despite the error")
-			}
-		})
-	}
-}
-
-func TestReproFaultFrom(t *testing.T) {
-	tests := []struct {
-		in     model.Fault
-		before bool
-		want   ReproFault
-		ok     bool
-	}{
-		{model.Fault{Kind: "pod-kill", Targets: []string{"primary gauntlet-w0/vk-0"}}, false, ReproFault{Kind: "pod-kill", Pods: []string{"vk-0"}}, true},
-		{model.Fault{Kind: "partition", Targets: []string{"gauntlet-w0/vk-1", "vk-2", " "}, Persistent: true}, true, ReproFault{Kind: "partition", Pods: []string{"vk-1", "vk-2"}, Before: true}, true},
-		{model.Fault{Kind: "operator-crash", Targets: []string{"operator gauntlet-system/op-7d9"}}, true, ReproFault{Kind: "operator-crash", Pods: []string{"op-7d9"}, Before: true}, true},
-		{model.Fault{Kind: "pod-failure", Targets: []string{"replica ns/vk-1"}, Unsupported: "no"}, false, ReproFault{}, false},
-	}
-	for _, tc := range tests {
-		got, ok := ReproFaultFrom(tc.in, tc.before)
-		if ok != tc.ok || !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("ReproFaultFrom(%+v) = %+v, %v; want %+v, %v", tc.in, got, ok, tc.want, tc.ok)
 		}
 	}
 }
@@ -775,7 +754,7 @@ const podKillGolden = "testdata/reproduce_podkill_test.go.golden"
 // TestWriteGoTestPodKillGolden pins a generated test with pod kills for review.
 func TestWriteGoTestPodKillGolden(t *testing.T) {
 	r := podKillReproducer()
-	r.Faults[2][0].Pods = []string{"vk-0"} // keep the golden file readable
+	r.Steps[2].Faults[0].Targets = []string{"primary gauntlet-w1/vk-0"} // keep the golden file readable
 	got := generate(t, r)
 	if *update {
 		if err := os.WriteFile(podKillGolden, got, 0o644); err != nil {

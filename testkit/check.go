@@ -5,32 +5,142 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 
 	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"github.com/gauntlet-dev/gauntlet/internal/readiness"
 	"github.com/gauntlet-dev/gauntlet/internal/x509view"
 	"github.com/gauntlet-dev/gauntlet/oracles"
+	"github.com/gauntlet-dev/gauntlet/replay"
 	"github.com/gauntlet-dev/gauntlet/reports"
 )
+
+// checker reads what a replay reached in its namespace and judges it.
+type checker struct {
+	client    dynamic.Interface
+	mapper    meta.RESTMapper
+	namespace string
+	crd       replay.CRDRef
+	// poll is the interval of the waits for deletions (1 s; tests shorten it).
+	poll time.Duration
+}
+
+// newChecker connects to the cluster cfg reaches.
+func newChecker(cfg *rest.Config, r Reproducer) (*checker, error) {
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("dynamic client: %w", err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("discovery client: %w", err)
+	}
+	return &checker{client: client, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
+		namespace: r.Namespace, crd: r.CRD, poll: time.Second}, nil
+}
+
+// mapping resolves a kind to its resource, refreshing discovery once on a miss.
+func (c *checker) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+	m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil && meta.IsNoMatchError(err) {
+		if rs, ok := c.mapper.(meta.ResettableRESTMapper); ok {
+			rs.Reset()
+			m, err = c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		}
+	}
+	return m, err
+}
+
+func (c *checker) pods() dynamic.ResourceInterface {
+	return c.client.Resource(schema.GroupVersionResource{Version: "v1", Resource: "pods"}).Namespace(c.namespace)
+}
+
+func (c *checker) namespaces() dynamic.ResourceInterface {
+	return c.client.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"})
+}
+
+// namespaceExists reports whether the replay's namespace exists.
+func (c *checker) namespaceExists(ctx context.Context) (bool, error) {
+	_, err := c.namespaces().Get(ctx, c.namespace, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err):
+		return false, nil
+	}
+	return false, fmt.Errorf("get namespace %s: %w", c.namespace, err)
+}
+
+// deleteNamespace deletes the namespace and waits, for at most timeout, until it is gone.
+func (c *checker) deleteNamespace(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := c.namespaces().Delete(ctx, c.namespace, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete namespace %s: %w", c.namespace, err)
+	}
+	if err := c.waitGone(ctx, c.namespaces(), c.namespace); err != nil {
+		return fmt.Errorf("namespace %s: %w", c.namespace, err)
+	}
+	return nil
+}
+
+// deleteCR deletes the custom resource name and waits, for at most timeout, until it is gone.
+func (c *checker) deleteCR(ctx context.Context, name string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	m, err := c.mapping(schema.GroupVersionKind{Group: c.crd.Group, Version: c.crd.Version, Kind: c.crd.Kind})
+	if err != nil {
+		return fmt.Errorf("find the resource of %s (is its CRD installed?): %w", c.crd.Kind, err)
+	}
+	crs := c.client.Resource(m.Resource).Namespace(c.namespace)
+	if err := crs.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete %s %s: %w", c.crd.Kind, name, err)
+	}
+	if err := c.waitGone(ctx, crs, name); err != nil {
+		return fmt.Errorf("%s %s: %w", c.crd.Kind, name, err)
+	}
+	return nil
+}
+
+func (c *checker) waitGone(ctx context.Context, ri dynamic.ResourceInterface, name string) error {
+	for {
+		_, err := ri.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		t := time.NewTimer(c.poll / 2)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("still present after deletion: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+}
 
 // check judges the converged system against the assertion and returns one
 // line per violation (none: the invariant holds). err is for a check that
 // could not be made at all (the API server failing).
-func (rp *replayer) check(ctx context.Context, a reports.Assertion) ([]string, error) {
+func (c *checker) check(ctx context.Context, a reports.Assertion) ([]string, error) {
 	var out []string
 	for _, vc := range a.Values {
 		var seen []string
 		reflected := false
 		for _, f := range vc.Fields {
-			obj, what, err := rp.fieldObject(ctx, f)
+			obj, what, err := c.fieldObject(ctx, f)
 			if err != nil {
 				return nil, err
 			}
@@ -54,9 +164,9 @@ func (rp *replayer) check(ctx context.Context, a reports.Assertion) ([]string, e
 		}
 	}
 	if a.Health {
-		pods, err := rp.pods().List(ctx, metav1.ListOptions{})
+		pods, err := c.pods().List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return nil, fmt.Errorf("list pods in %s: %w", rp.namespace, err)
+			return nil, fmt.Errorf("list pods in %s: %w", c.namespace, err)
 		}
 		for _, p := range pods.Items {
 			out = append(out, podProblems(p.Object)...)
@@ -77,16 +187,16 @@ func desiredValue(vc reports.ValueCheck) string {
 // fieldObject reads the object a field reference names (in the replay's
 // namespace when it is namespaced) and says which field it is. A missing
 // object is nil, with what names it; err is for the API server failing.
-func (rp *replayer) fieldObject(ctx context.Context, f reports.FieldRef) (map[string]any, string, error) {
+func (c *checker) fieldObject(ctx context.Context, f reports.FieldRef) (map[string]any, string, error) {
 	k := f.Object
 	what := k.Kind + " " + k.Name + " " + f.Path
-	m, err := rp.mapping(schema.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind})
+	m, err := c.mapping(schema.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind})
 	if err != nil {
 		return nil, what + ": the cluster serves no such kind (" + err.Error() + ")", nil
 	}
-	var ri dynamic.ResourceInterface = rp.client.Resource(m.Resource)
+	var ri dynamic.ResourceInterface = c.client.Resource(m.Resource)
 	if k.Namespace != "" {
-		ri = rp.client.Resource(m.Resource).Namespace(rp.namespace)
+		ri = c.client.Resource(m.Resource).Namespace(c.namespace)
 	}
 	obj, err := ri.Get(ctx, k.Name, metav1.GetOptions{})
 	switch {

@@ -28,40 +28,45 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+
+	"github.com/gauntlet-dev/gauntlet/campaign"
+	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 	"github.com/gauntlet-dev/gauntlet/model"
+	"github.com/gauntlet-dev/gauntlet/replay"
 	"github.com/gauntlet-dev/gauntlet/reports"
+	"github.com/gauntlet-dev/gauntlet/targets"
 )
 
-// The vocabulary of a reproducer is shared with the generator (package
-// reports) and the model: these are the same types under the names a test
+// The vocabulary of a reproducer is package replay's, the one the campaign
+// writes to reproducer.json: these are the same types under the names a test
 // uses.
 type (
 	// Reproducer is a minimized sequence of desired states and the alarm it
-	// raises (see reports.Reproducer for every field).
-	Reproducer = reports.Reproducer
+	// raises (see replay.Reproducer for every field).
+	Reproducer = replay.Reproducer
 	// CRDRef names the custom resource type the steps declare.
-	CRDRef = reports.CRDRef
-	// Fault is a fault a step runs with.
-	Fault = reports.ReproFault
+	CRDRef = replay.CRDRef
+	// Step is one desired state after the seed, with its fault.
+	Step = replay.Step
+	// FaultPlan is the fault a step injects, targeted on the live system as
+	// the campaign targeted it.
+	FaultPlan = replay.FaultPlan
 	// Object is a desired state.
 	Object = model.Object
 	// Evidence is one fact behind the alarm; with a path and an expected
 	// value it is a field the test asserts.
 	Evidence = model.Evidence
 )
-
-// PodKill is the fault kind Run replays on any cluster: the named pods are
-// deleted with grace period 0. Any other kind makes Run skip.
-const PodKill = reports.PodKillFault
 
 // MustObject decodes a desired state written as JSON (numbers keep their
 // exact text); it panics on malformed JSON, which only a hand edit of a
@@ -179,22 +184,24 @@ func newOptions(opts []Option) options {
 const setupBudget = 6 * time.Minute
 
 // Run replays r and asserts the invariant its alarm found violated
-// (r.Assertion): it fails tb while the bug is there and passes once it is
-// fixed. Each step's desired state is declared with server-side apply (the CR
-// deleted first for a recreate step); pod-kill faults delete the recorded
-// pods with grace period 0, before the step's desired state is declared or
-// once it converged, and wait for their replacements. A step has converged
-// when the CR's status.observedGeneration has caught up (where the operator
-// publishes it), the namespace's objects have not changed for r.Quiet and its
-// pods and workloads are ready — or, when they are not, once nothing changed
-// for 30 s (the health check then judges them) — within r.ConvergeTimeout.
+// (reports.AssertionOf): it fails tb while the bug is there and passes once
+// it is fixed. The replay is the campaign's own (campaign.Deployment.Replay,
+// through package replay): the seed and each step declared with server-side
+// apply (the emptied-map merge patch first, again while an admission webhook
+// cannot be called, the CR deleted first for a recreate step), each step's
+// fault injected, held and healed as the campaign did (every kind on the
+// embedded cluster; on a KUBECONFIG cluster what its back end offers: Chaos
+// Mesh when installed, else pod kills), and each step waited for by the
+// campaign's convergence rule (replay.WaitConverged) with r.Quiet and
+// r.ConvergeTimeout.
 //
 // On an embedded cluster the target's fixtures (objects its CRs refer to,
 // such as a password Secret) are created in the namespace, as a campaign
 // does; on a KUBECONFIG cluster they must exist already, and a namespace and
 // CR the test created are deleted afterwards. A failing test logs the tail of
-// the deployed operator's log. A reproducer that needs a fault other than a
-// pod-kill is skipped with a message naming it and `gauntlet reproduce`.
+// the deployed operator's log. A reproducer whose fault the cluster cannot
+// inject skips, naming it (in CI it fails): the embedded cluster injects
+// every kind.
 func Run(tb testing.TB, r Reproducer, opts ...Option) {
 	tb.Helper()
 	o := newOptions(opts)
@@ -202,56 +209,46 @@ func Run(tb testing.TB, r Reproducer, opts ...Option) {
 	if o.namespace != "" {
 		r.Namespace = o.namespace
 	}
-	if err := r.Validate(); err != nil {
+	if err := reports.ValidateGoTest(r); err != nil {
 		tb.Fatalf("testkit: reproducer %q: %v", r.Name, err)
 	}
-	a, _ := r.Assertion() // valid: Validate checked it
-	if msg := unreplayable(r); msg != "" {
-		tb.Skip(msg)
-	}
+	a, _ := reports.AssertionOf(r) // valid: ValidateGoTest checked it
 	ctx, cancel := context.WithTimeout(tb.Context(), setupBudget+replayBudget(r))
 	defer cancel()
 
 	env := setUp(ctx, tb, r, o)
-	rp, err := newReplayer(ctx, env.config, r, func(format string, args ...any) { tb.Logf("testkit: "+format, args...) })
+	chk, err := newChecker(env.config, r)
 	if err != nil {
 		tb.Fatalf("testkit: %v", err)
 	}
-	rp.cleanup = !env.embedded
+	if env.deployment == nil {
+		if env.deployment, err = campaign.Attach(env.config, "KUBECONFIG", attachTarget(tb, r, o), o.log); err != nil {
+			tb.Fatalf("testkit: %v", err)
+		}
+		cleanUpAfter(ctx, tb, chk, r)
+	}
 	started := time.Now()
 	fatal := func(err error) {
 		tb.Helper()
 		env.logOperator(ctx, tb, started)
 		tb.Fatalf("testkit: %v\n(while replaying %s)", err, r.Alarm())
 	}
-	created, err := rp.ensureNamespace(ctx)
+	plain, err := plainSteps(r)
 	if err != nil {
 		fatal(err)
 	}
-	if created && rp.cleanup {
-		tb.Cleanup(func() {
-			if err := rp.deleteNamespace(context.WithoutCancel(ctx)); err != nil {
-				tb.Errorf("testkit: %v", err)
-			}
-		})
+	out, err := env.deployment.Replay(ctx, &plain, campaign.ReplayOptions{Namespace: r.Namespace,
+		Converge: campaign.ConvergeOptions{Quiet: r.Quiet, Timeout: r.ConvergeTimeout}})
+	if errors.Is(err, campaign.ErrFaultsUnsupported) {
+		testenv.Unavailable(tb, "testkit: %v; the embedded cluster (KUBECONFIG unset) injects every kind, or replay it with `gauntlet reproduce %s`", err, replayDir(r))
 	}
-	if err := env.fixtures(ctx, rp.namespace); err != nil {
+	if out != nil {
+		logSteps(tb, out)
+	}
+	if err != nil {
 		fatal(err)
 	}
-	for i, desired := range r.Steps {
-		fresh, err := rp.step(ctx, i, desired, slices.Contains(r.Recreate, i), r.Faults[i])
-		if fresh != "" && rp.cleanup {
-			tb.Cleanup(func() {
-				if err := rp.deleteCR(context.WithoutCancel(ctx), fresh); err != nil {
-					tb.Errorf("testkit: %v", err)
-				}
-			})
-		}
-		if err != nil {
-			fatal(err)
-		}
-	}
-	violations, err := rp.check(ctx, a)
+	violations, err := chk.check(ctx, a)
 	if err != nil {
 		fatal(err)
 	}
@@ -259,45 +256,146 @@ func Run(tb testing.TB, r Reproducer, opts ...Option) {
 		return
 	}
 	env.logOperator(ctx, tb, started)
-	tb.Errorf("testkit: the invariant %q does not hold after the reproducer's %d step(s):\n  %s\nThe alarm it reproduces: %s",
+	tb.Errorf("testkit: the invariant %q does not hold after the reproducer's seed and %d step(s):\n  %s\nThe alarm it reproduces: %s",
 		a.Check, len(r.Steps), strings.Join(violations, "\n  "), r.Alarm())
 }
 
-// unreplayable is the skip message of a reproducer that needs a fault Run
-// cannot inject ("" when every fault is a pod-kill).
-func unreplayable(r Reproducer) string {
-	var needs []string
-	for i := range len(r.Steps) {
-		for _, f := range r.Faults[i] {
-			if f.Kind != PodKill && !slices.Contains(needs, f.Kind) {
-				needs = append(needs, f.Kind)
-			}
+// plainSteps is r with its seed and desired states as the API machinery
+// takes them (plainJSON).
+func plainSteps(r Reproducer) (Reproducer, error) {
+	var err error
+	if r.Seed, err = plainJSON(r.Seed); err != nil {
+		return r, fmt.Errorf("seed: %w", err)
+	}
+	r.Steps = append([]Step(nil), r.Steps...)
+	for i := range r.Steps {
+		if r.Steps[i].Desired, err = plainJSON(r.Steps[i].Desired); err != nil {
+			return r, fmt.Errorf("step %d: %w", i+1, err)
 		}
 	}
-	if len(needs) == 0 {
-		return ""
-	}
-	dir := r.ReplayDir
-	if dir == "" {
-		dir = "<dir>"
-	}
-	what := "the fault " + needs[0]
-	if len(needs) > 1 {
-		what = "the faults " + strings.Join(needs[:len(needs)-1], ", ") + " and " + needs[len(needs)-1]
-	}
-	return "this reproducer needs " + what + ", which the test kit cannot inject (it replays pod kills only): replay it with `gauntlet reproduce " + dir + "`"
+	return r, nil
 }
 
-// replayBudget bounds the replay: a convergence timeout per step, two more
-// for the namespace and the checks, and per pod-kill fault one per pod (its
-// lookup) and three more (two replacement waits and the settling).
-func replayBudget(r Reproducer) time.Duration {
-	waits := len(r.Steps) + 2
-	for _, fs := range r.Faults {
-		for _, f := range fs {
-			if f.Kind == PodKill {
-				waits += len(f.Pods) + 3
+// plainJSON turns a JSON value with json.Number leaves (MustObject's) into
+// the int64 and float64 leaves the API machinery expects.
+func plainJSON(obj map[string]any) (map[string]any, error) {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return nil, fmt.Errorf("encode the desired state: %w", err)
+	}
+	var out map[string]any
+	if err := utiljson.Unmarshal(b, &out); err != nil {
+		return nil, fmt.Errorf("decode the desired state: %w", err)
+	}
+	return out, nil
+}
+
+// attachTarget is the target whose operator runs on a KUBECONFIG cluster
+// (to find its pods for operator faults), nil when it names none or cannot
+// be read (logged).
+func attachTarget(tb testing.TB, r Reproducer, o options) *targets.Target {
+	tb.Helper()
+	spec := o.target
+	if spec == "" {
+		spec = r.Target
+	}
+	if spec == "" {
+		return nil
+	}
+	repo := o.repo
+	if repo == "" {
+		repo = findRepo()
+	}
+	t, err := targets.Resolve(spec, repo)
+	if err != nil {
+		tb.Logf("testkit: target %s (to find the operator's pods): %v", spec, err)
+		return nil
+	}
+	return t
+}
+
+// cleanUpAfter deletes, when the test ends, the namespace on a KUBECONFIG
+// cluster when the test creates it, else the custom resource it declares.
+func cleanUpAfter(ctx context.Context, tb testing.TB, chk *checker, r Reproducer) {
+	tb.Helper()
+	existed, err := chk.namespaceExists(ctx)
+	if err != nil {
+		tb.Fatalf("testkit: %v", err)
+	}
+	tb.Cleanup(func() {
+		var err error
+		if existed {
+			err = chk.deleteCR(context.WithoutCancel(ctx), objectName(r.Seed), r.ConvergeTimeout)
+		} else {
+			err = chk.deleteNamespace(context.WithoutCancel(ctx), r.ConvergeTimeout)
+		}
+		if err != nil {
+			tb.Errorf("testkit: %v", err)
+		}
+	})
+}
+
+// objectName is a desired state's metadata.name.
+func objectName(obj Object) string {
+	meta, _ := obj["metadata"].(map[string]any)
+	name, _ := meta["name"].(string)
+	return name
+}
+
+// logSteps logs what each replayed step did: when it converged (or why not),
+// the faults it injected, what stayed unready and the harness's findings.
+func logSteps(tb testing.TB, out *campaign.ReplayOutcome) {
+	tb.Helper()
+	if out.FaultBackend != "" {
+		tb.Logf("testkit: faults injected through %s", out.FaultBackend)
+	}
+	for i, rec := range out.Steps {
+		what := "seed"
+		if i > 0 {
+			what = fmt.Sprintf("step %d (%s)", i, rec.Kind)
+		}
+		var parts []string
+		switch {
+		case rec.TimedOut:
+			parts = append(parts, "did not converge before the timeout")
+		case rec.Stuck:
+			parts = append(parts, "stuck (no progress towards readiness)")
+		case !rec.Converged.IsZero():
+			parts = append(parts, fmt.Sprintf("converged after %v", time.Duration(rec.Timing.Converge)*time.Millisecond))
+		}
+		for _, f := range rec.Faults {
+			fs := "fault " + f.Kind + " on " + strings.Join(f.Targets, ", ")
+			if f.Unsupported != "" {
+				fs += " (not injected: " + f.Unsupported + ")"
 			}
+			parts = append(parts, fs)
+		}
+		if len(rec.NotReady) > 0 {
+			parts = append(parts, "not ready: "+strings.Join(rec.NotReady, "; "))
+		}
+		for _, f := range rec.Findings {
+			parts = append(parts, f.Oracle+": "+f.Summary)
+		}
+		tb.Logf("testkit: %s: %s", what, strings.Join(parts, "; "))
+	}
+}
+
+// replayDir is the folder `gauntlet reproduce` takes for r.
+func replayDir(r Reproducer) string {
+	if r.ReplayDir == "" {
+		return "<results>/alarms/N"
+	}
+	return r.ReplayDir
+}
+
+// replayBudget bounds the replay: a convergence timeout for the seed and
+// each step, two more for the namespace and the checks, and per fault two
+// more (its hold and the convergence after it is healed).
+func replayBudget(r Reproducer) time.Duration {
+	waits := len(r.Steps) + 3
+	for _, s := range r.Steps {
+		if s.Fault != nil {
+			waits += 2
 		}
 	}
 	return time.Duration(waits) * r.ConvergeTimeout

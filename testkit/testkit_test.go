@@ -3,7 +3,6 @@ package testkit
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -16,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic/fake"
-	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/gauntlet-dev/gauntlet/model"
 	"github.com/gauntlet-dev/gauntlet/reports"
@@ -160,43 +158,16 @@ func TestPodProblems(t *testing.T) {
 	}
 }
 
-func TestConverged(t *testing.T) {
-	q, s := 5*time.Second, 30*time.Second
-	tests := []struct {
-		quiet    time.Duration
-		notReady []string
-		genOK    bool
-		want     convergence
-	}{
-		{10 * time.Second, nil, true, stateConverged},
-		{time.Second, nil, true, stateWaiting},
-		{time.Hour, nil, false, stateWaiting},
-		{10 * time.Second, []string{"pod vk-0: not ready"}, true, stateWaiting},
-		{31 * time.Second, []string{"pod vk-0: not ready"}, true, stateSettled},
-	}
-	for _, tc := range tests {
-		if got := converged(tc.quiet, q, s, tc.notReady, tc.genOK); got != tc.want {
-			t.Errorf("converged(%v, %v, %v) = %v, want %v", tc.quiet, tc.notReady, tc.genOK, got, tc.want)
-		}
-	}
-}
-
-func TestUnreplayableAndBudget(t *testing.T) {
-	steps := []Object{{"metadata": map[string]any{"name": "vk"}}, {"metadata": map[string]any{"name": "vk"}}}
-	r := Reproducer{Steps: steps, ConvergeTimeout: time.Minute, ReplayDir: "results/alarms/3", Faults: map[int][]Fault{
-		1: {{Kind: PodKill, Pods: []string{"vk-0", "vk-1"}}},
+// TestReplayBudget: a convergence timeout for the seed, each step and three
+// more, and two more per fault.
+func TestReplayBudget(t *testing.T) {
+	d := Object{"metadata": map[string]any{"name": "vk"}}
+	r := Reproducer{Seed: d, ConvergeTimeout: time.Minute, Steps: []Step{
+		{Kind: model.StepApply, Desired: d},
+		{Kind: model.StepFault, Desired: d, Fault: &FaultPlan{Kind: "partition", Role: "replica"}},
 	}}
-	if msg := unreplayable(r); msg != "" {
-		t.Errorf("pod kills only: %q", msg)
-	}
-	// 2 steps + 2, then 2 pods + 3 for the kill.
-	if got := replayBudget(r); got != 9*time.Minute {
-		t.Errorf("replayBudget = %v, want 9m", got)
-	}
-	r.Faults[0] = []Fault{{Kind: "partition", Pods: []string{"vk-1"}}, {Kind: "operator-crash", Before: true}}
-	want := "this reproducer needs the faults partition and operator-crash, which the test kit cannot inject (it replays pod kills only): replay it with `gauntlet reproduce results/alarms/3`"
-	if msg := unreplayable(r); msg != want {
-		t.Errorf("unreplayable = %q\nwant %q", msg, want)
+	if got := replayBudget(r); got != 7*time.Minute {
+		t.Errorf("replayBudget = %v, want 7m", got)
 	}
 }
 
@@ -222,6 +193,10 @@ func TestMustJSON(t *testing.T) {
 	if err != nil || plain["spec"].(map[string]any)["replicas"] != int64(3) {
 		t.Errorf("plainJSON = %#v, %v; want int64 leaves", plain, err)
 	}
+	r, err := plainSteps(Reproducer{Seed: obj, Steps: []Step{{Desired: MustObject(`{"spec": {"ratio": 1.5}}`)}}})
+	if err != nil || r.Seed["spec"].(map[string]any)["replicas"] != int64(3) || r.Steps[0].Desired["spec"].(map[string]any)["ratio"] != 1.5 {
+		t.Errorf("plainSteps = %#v, %v", r, err)
+	}
 }
 
 var (
@@ -231,9 +206,9 @@ var (
 	vkGVR   = schema.GroupVersionResource{Group: "valkey.gauntlet.dev", Version: "v1alpha1", Resource: "valkeyclusters"}
 )
 
-// fakeReplayer is a replayer on a fake dynamic client with a REST mapper for
+// fakeChecker is a checker on a fake dynamic client with a REST mapper for
 // pods, StatefulSets, ConfigMaps and ValkeyClusters.
-func fakeReplayer(t *testing.T, objs ...runtime.Object) (*replayer, *fake.FakeDynamicClient) {
+func fakeChecker(t *testing.T, objs ...runtime.Object) (*checker, *fake.FakeDynamicClient) {
 	t.Helper()
 	client := fake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		podsGVR: "PodList", stsGVR: "StatefulSetList", cmGVR: "ConfigMapList", vkGVR: "ValkeyClusterList",
@@ -244,14 +219,12 @@ func fakeReplayer(t *testing.T, objs ...runtime.Object) (*replayer, *fake.FakeDy
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
 	mapper.Add(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"}, meta.RESTScopeNamespace)
 	mapper.Add(schema.GroupVersionKind{Group: "valkey.gauntlet.dev", Version: "v1alpha1", Kind: "ValkeyCluster"}, meta.RESTScopeNamespace)
-	rp := &replayer{
+	c := &checker{
 		client: client, mapper: mapper, namespace: "ns",
-		crd:      reports.CRDRef{Group: "valkey.gauntlet.dev", Version: "v1alpha1", Kind: "ValkeyCluster"},
-		converge: 2 * time.Second, quiet: 30 * time.Millisecond, settle: 200 * time.Millisecond,
-		logf: t.Logf, applied: map[string]bool{}, poll: 10 * time.Millisecond,
-		watched: []resource{{podsGVR, "Pod"}, {stsGVR, "StatefulSet"}, {cmGVR, "ConfigMap"}, {vkGVR, "ValkeyCluster"}},
+		crd:  CRDRef{Group: "valkey.gauntlet.dev", Version: "v1alpha1", Kind: "ValkeyCluster"},
+		poll: 10 * time.Millisecond,
 	}
-	return rp, client
+	return c, client
 }
 
 func statefulSet(uid types.UID, replicas int64) *unstructured.Unstructured {
@@ -264,84 +237,14 @@ func statefulSet(uid types.UID, replicas int64) *unstructured.Unstructured {
 	}}
 }
 
-// TestKillBookkeeping follows a pod-kill: the pod is deleted once it exists,
-// its controller's ready pods are counted, and it counts as replaced only once
-// a new pod (another UID) under its name is Running and Ready — or, when it
-// does not come back under its name, once the controller has its replicas.
-func TestKillBookkeeping(t *testing.T) {
-	ctx := context.Background()
-	const owner = types.UID("sts-uid")
-	rp, client := fakeReplayer(t, statefulSet(owner, 2),
-		pod("vk-0", "old-0", "Running", true, 0, owner), pod("vk-1", "u1", "Running", true, 0, owner))
-	var deleted []string
-	client.PrependReactor("delete", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		deleted = append(deleted, a.(k8stesting.DeleteAction).GetName())
-		return false, nil, nil
-	})
-	killed, err := rp.killPods(ctx, 1, []string{"vk-0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(killed) != 1 || killed[0].uid != "old-0" || killed[0].owner == nil || killed[0].owner.UID != owner || killed[0].readyBefore != 2 {
-		t.Fatalf("kill record %+v", killed)
-	}
-	if strings.Join(deleted, ",") != "vk-0" {
-		t.Fatalf("deleted %v, want vk-0", deleted)
-	}
-	// Gone, not recreated: the StatefulSet has 1 of 2 pods ready.
-	if why := rp.replaced(ctx, killed[0]); why != "is not recreated: its controller StatefulSet vk has 1 of 2 pods Running and Ready" {
-		t.Errorf("replaced after the delete: %q", why)
-	}
-	pods := client.Resource(podsGVR).Namespace("ns")
-	steps := []struct {
-		pod  *unstructured.Unstructured
-		want string
-	}{
-		{pod("vk-0", "old-0", "Running", true, 0, owner), "is still terminating"},
-		{pod("vk-0", "new-0", "Pending", false, 0, owner), "was recreated but is not Running and Ready (phase Pending)"},
-		{pod("vk-0", "new-0", "Running", true, 0, owner), ""},
-	}
-	for _, s := range steps {
-		_ = pods.Delete(ctx, "vk-0", metav1.DeleteOptions{})
-		if _, err := pods.Create(ctx, s.pod, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		if why := rp.replaced(ctx, killed[0]); why != s.want {
-			t.Errorf("pod uid %s phase %v: replaced = %q, want %q", s.pod.GetUID(), s.pod.Object["status"].(map[string]any)["phase"], why, s.want)
-		}
-	}
-	if err := rp.waitReplaced(ctx, 1, killed); err != nil {
-		t.Errorf("waitReplaced: %v", err)
-	}
-	// A pod that never shows up: the replay says the fault does not match.
-	rp.converge = 100 * time.Millisecond
-	if _, err := rp.killPods(ctx, 2, []string{"vk-9"}); err == nil || !strings.Contains(err.Error(), "pod vk-9, which the recorded run's pod-kill fault hit, is not running") {
-		t.Errorf("killPods of a missing pod: %v", err)
-	}
-	// A controller scaled away wants no pods: the kill counts as replaced once the pod is gone.
-	_ = pods.Delete(ctx, "vk-1", metav1.DeleteOptions{})
-	if n, err := rp.wantedReplicas(ctx, killed[0].owner); err != nil || n != 2 {
-		t.Errorf("wantedReplicas = %d, %v; want 2", n, err)
-	}
-	if err := client.Resource(stsGVR).Namespace("ns").Delete(ctx, "vk", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if n, err := rp.wantedReplicas(ctx, killed[0].owner); err != nil || n != 0 {
-		t.Errorf("wantedReplicas of a deleted controller = %d, %v; want 0", n, err)
-	}
-}
-
-// TestReplayJudges replays a two-step reproducer on a fake API server whose
-// "operator" (a reactor on apply) writes the ConfigMap from the CR, with or
-// without the seeded bug (an operator default overruling the user's
-// maxmemory-policy), and judges it with the alarm's field assertion.
-func TestReplayJudges(t *testing.T) {
+// TestCheckJudges: the consistency assertion holds when the ConfigMap the
+// alarm names reflects the desired value, and is one violation naming what
+// each field holds when it does not.
+func TestCheckJudges(t *testing.T) {
 	r := Reproducer{
 		Name: "fake", CRD: CRDRef{Group: "valkey.gauntlet.dev", Version: "v1alpha1", Kind: "ValkeyCluster"}, Namespace: "ns",
-		Steps: []Object{
-			MustObject(`{"metadata": {"name": "vk"}, "spec": {"config": {"maxmemory-policy": "allkeys-lru"}}}`),
-			MustObject(`{"metadata": {"name": "vk"}, "spec": {"config": {"maxmemory-policy": "noeviction"}}}`),
-		},
+		Seed: MustObject(`{"metadata": {"name": "vk"}, "spec": {"config": {"maxmemory-policy": "allkeys-lru"}}}`),
+		Steps: []Step{{Kind: model.StepApply, Desired: MustObject(`{"metadata": {"name": "vk"}, "spec": {"config": {"maxmemory-policy": "noeviction"}}}`)}},
 		Oracle: "consistency", Signature: "consistency-1", Summary: "spec.config is not applied",
 		// As the consistency oracle writes it: the CR's property, then where the value should show.
 		Evidence: []Evidence{
@@ -350,57 +253,25 @@ func TestReplayJudges(t *testing.T) {
 			{Object: "apps/v1/StatefulSet/gauntlet-w0/vk", Path: "metadata.annotations.policy", Expected: "noeviction", Detail: "closest field by name"},
 		},
 	}
-	if err := r.Validate(); err != nil {
+	if err := reports.ValidateGoTest(r); err != nil {
 		t.Fatal(err)
 	}
-	a, err := r.Assertion()
+	a, err := reports.AssertionOf(r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, buggy := range []bool{false, true} {
 		t.Run(fmt.Sprintf("buggy=%v", buggy), func(t *testing.T) {
-			ctx := context.Background()
-			rp, client := fakeReplayer(t)
-			gen := int64(0)
-			client.PrependReactor("patch", "valkeyclusters", func(a k8stesting.Action) (bool, runtime.Object, error) {
-				pa := a.(k8stesting.PatchAction)
-				if pa.GetPatchType() != types.ApplyPatchType {
-					return false, nil, nil
-				}
-				var cr map[string]any
-				if err := json.Unmarshal(pa.GetPatch(), &cr); err != nil {
-					return true, nil, err
-				}
-				gen++
-				u := &unstructured.Unstructured{Object: cr}
-				u.SetGeneration(gen)
-				policy, _, _ := unstructured.NestedString(cr, "spec", "config", "maxmemory-policy")
-				if buggy {
-					policy = "allkeys-lru"
-				}
-				cm := &unstructured.Unstructured{Object: map[string]any{
-					"apiVersion": "v1", "kind": "ConfigMap",
-					"metadata": map[string]any{"name": "vk-config", "namespace": "ns"},
-					"data":     map[string]any{"valkey.conf": "maxmemory-policy " + policy + "\n"},
-				}}
-				cms := client.Tracker()
-				if err := cms.Delete(cmGVR, "ns", "vk-config"); err != nil && !strings.Contains(err.Error(), "not found") {
-					return true, nil, err
-				}
-				if err := cms.Create(cmGVR, cm, "ns"); err != nil {
-					return true, nil, err
-				}
-				return true, u, nil
-			})
-			if _, err := rp.ensureNamespace(ctx); err != nil {
-				t.Fatal(err)
+			policy := "noeviction"
+			if buggy {
+				policy = "allkeys-lru"
 			}
-			for i, s := range r.Steps {
-				if _, err := rp.step(ctx, i, s, false, nil); err != nil {
-					t.Fatal(err)
-				}
-			}
-			violations, err := rp.check(ctx, a)
+			c, _ := fakeChecker(t, &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "v1", "kind": "ConfigMap",
+				"metadata": map[string]any{"name": "vk-config", "namespace": "ns"},
+				"data":     map[string]any{"valkey.conf": "maxmemory-policy " + policy + "\n"},
+			}})
+			violations, err := c.check(context.Background(), a)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -418,23 +289,22 @@ func TestReplayJudges(t *testing.T) {
 	}
 }
 
-// TestWaitConvergedTimeout: a CR whose status lags its generation never converges.
-func TestWaitConvergedTimeout(t *testing.T) {
-	rp, _ := fakeReplayer(t, &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "valkey.gauntlet.dev/v1alpha1", "kind": "ValkeyCluster",
-		"metadata": map[string]any{"name": "vk", "namespace": "ns", "generation": int64(2)},
-		"status":   map[string]any{"observedGeneration": int64(1)},
-	}})
-	rp.converge = 100 * time.Millisecond
-	err := rp.waitConverged(context.Background(), 3, "vk", 2)
-	if err == nil || !strings.Contains(err.Error(), "step 3: ValkeyCluster vk did not converge within 100ms (observedGeneration 1, want 2") {
-		t.Fatalf("waitConverged = %v", err)
+// TestCleanUpHelpers: the namespace and CR deletions wait until they are gone.
+func TestCleanUpHelpers(t *testing.T) {
+	c, _ := fakeChecker(t, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns"}}},
+		&unstructured.Unstructured{Object: map[string]any{"apiVersion": "valkey.gauntlet.dev/v1alpha1", "kind": "ValkeyCluster", "metadata": map[string]any{"name": "vk", "namespace": "ns"}}})
+	ctx := context.Background()
+	if ok, err := c.namespaceExists(ctx); !ok || err != nil {
+		t.Fatalf("namespaceExists = %v, %v", ok, err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	rp.converge = time.Hour
-	if err := rp.waitConverged(ctx, 3, "vk", 2); !errors.Is(err, context.Canceled) {
-		t.Fatalf("waitConverged with a cancelled context = %v", err)
+	if err := c.deleteCR(ctx, "vk", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.deleteNamespace(ctx, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := c.namespaceExists(ctx); ok || err != nil {
+		t.Fatalf("namespaceExists after deletion = %v, %v", ok, err)
 	}
 }
 
@@ -442,13 +312,13 @@ func TestWaitConvergedTimeout(t *testing.T) {
 // are read in the replay's; a value counts once one of its fields reflects
 // it; a missing object is a violation, not an error.
 func TestCheckFieldTargets(t *testing.T) {
-	rp, _ := fakeReplayer(t, statefulSet("u", 3), &unstructured.Unstructured{Object: map[string]any{
+	rp, _ := fakeChecker(t, statefulSet("u", 3), &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]any{"name": "vk-config", "namespace": "ns"},
 		"data":     map[string]any{"a": "b"},
 	}})
 	r := Reproducer{
-		CRD: rp.crd, Namespace: "ns", Steps: []Object{{"metadata": map[string]any{"name": "vk"}}}, Oracle: "consistency",
+		CRD: rp.crd, Namespace: "ns", Seed: Object{"metadata": map[string]any{"name": "vk"}}, Oracle: "consistency",
 		Evidence: []model.Evidence{
 			{Object: "valkey.gauntlet.dev/v1alpha1/ValkeyCluster/gauntlet-w0/vk", Path: "spec.replicas", Expected: 3},
 			{Object: "/v1/ConfigMap/gauntlet-w0/vk-config", Path: "data.replicas", Expected: 3},
@@ -457,7 +327,7 @@ func TestCheckFieldTargets(t *testing.T) {
 			{Object: "/v1/ConfigMap/gauntlet-w0/other", Path: "data.a", Expected: "x"},
 		},
 	}
-	a, err := r.Assertion()
+	a, err := reports.AssertionOf(r)
 	if err != nil {
 		t.Fatal(err)
 	}
