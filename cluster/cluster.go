@@ -98,6 +98,15 @@ type HostKernel interface {
 	SharesHostKernel() bool
 }
 
+// Existing is the optional capability of a cluster Gauntlet did not make (one
+// the user already has, reached through a kubeconfig): it holds only what its
+// owner installed, so faults use an in-cluster chaos tool when one is there and
+// otherwise only what the Kubernetes API offers (pod deletion).
+type Existing interface {
+	// Existing reports whether the cluster was there before Gauntlet.
+	Existing() bool
+}
+
 // Preloaded is the optional capability of a cluster whose nodes pull no image and hold
 // images loaded when the cluster was made (kind on Gauntlet's offline node image): a
 // manifest that asks to pull one of them Always must run the loaded one instead.

@@ -15,13 +15,15 @@ import (
 	"github.com/gauntlet-dev/gauntlet/cluster"
 	"github.com/gauntlet-dev/gauntlet/cluster/imagemap"
 	"github.com/gauntlet-dev/gauntlet/cluster/kind"
+	"github.com/gauntlet-dev/gauntlet/cluster/kubeconfig"
 	"github.com/gauntlet-dev/gauntlet/cluster/local"
 )
 
 // Back-end names (the --backend values).
 const (
-	Local = local.BackendName
-	Kind  = kind.BackendName
+	Local      = local.BackendName
+	Kind       = kind.BackendName
+	Kubeconfig = kubeconfig.BackendName
 )
 
 // Default is the back end used when none is named: the embedded cluster.
@@ -31,6 +33,7 @@ const Default = Local
 var about = []struct{ name, what string }{
 	{Local, "embedded clusters in this process (the default; needs root)"},
 	{Kind, "kind clusters (needs Docker)"},
+	{Kubeconfig, "a cluster you already have, from --kubeconfig or $KUBECONFIG: workers get namespaces on it"},
 }
 
 // Names lists the back ends Open knows.
@@ -74,6 +77,9 @@ type Options struct {
 	// Faults says the campaign injects faults: kind installs Chaos Mesh into every
 	// cluster for them (the embedded cluster injects its own).
 	Faults bool
+	// Kubeconfig is the existing cluster's kubeconfig file (kubeconfig; default
+	// $KUBECONFIG).
+	Kubeconfig string
 	// BundledOperatorImage is set when the target is the bundled Valkey operator:
 	// kind assembles its image and the Valkey images from OperatorBinary and host
 	// programs and loads them into every node (the embedded cluster maps them).
@@ -86,6 +92,9 @@ func Open(ctx context.Context, name string, opts Options) (cluster.Backend, erro
 	_ = ctx
 	if name == "" {
 		name = Default
+	}
+	if name != Kubeconfig && opts.Kubeconfig != "" {
+		return nil, fmt.Errorf("a kubeconfig file is for the %s back end (an existing cluster), not %s: pass --backend %s, or leave the kubeconfig out", Kubeconfig, name, Kubeconfig)
 	}
 	switch name {
 	case Local:
@@ -111,6 +120,20 @@ func Open(ctx context.Context, name string, opts Options) (cluster.Backend, erro
 			ko.Images = imgs
 		}
 		return kind.Provider{Options: ko}, nil
+	case Kubeconfig:
+		// The cluster pulls its own images and has what its owner installed.
+		if err := unsupported(name, map[string]bool{"image-mapping file": opts.MappingFile != "", "image-mapping rules": len(opts.MappingRules) > 0,
+			"node count": opts.Nodes != 0, "node capacity": opts.NodeCapacity != nil, "API server port": opts.APIServerPort != 0}); err != nil {
+			return nil, err
+		}
+		p := kubeconfig.Provider{Options: kubeconfig.Options{Kubeconfig: opts.Kubeconfig, StateRoot: opts.StateRoot, Log: opts.Log}}
+		if p.KubeconfigPath() == "" {
+			return nil, kubeconfig.ErrNoKubeconfig
+		}
+		if err := p.Check(); err != nil {
+			return nil, err
+		}
+		return p, nil
 	}
 	return nil, fmt.Errorf("unknown cluster back end %q: the back ends are %s", name, strings.Join(Names(), ", "))
 }
@@ -136,6 +159,7 @@ func Recorded(stateRoot string, log *slog.Logger) []cluster.Backend {
 	return []cluster.Backend{
 		local.Provider{Options: local.Options{StateRoot: stateRoot, Log: log}},
 		kind.Provider{Options: kind.Options{StateDir: stateRoot, Log: log}},
+		kubeconfig.Provider{Options: kubeconfig.Options{StateRoot: stateRoot, Log: log}},
 	}
 }
 

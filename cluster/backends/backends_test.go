@@ -2,6 +2,7 @@ package backends
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,9 +23,26 @@ func TestOpenUnknownNameListsTheBackEnds(t *testing.T) {
 	}
 }
 
+// writeKubeconfig writes a kubeconfig of a cluster at server (never reached).
+func writeKubeconfig(t *testing.T, server string) string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "kubeconfig")
+	doc := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: " + server + "}\n" +
+		"users:\n- name: u\n  user: {token: t}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n"
+	if err := os.WriteFile(f, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 func TestOpenEachKnownName(t *testing.T) {
+	k := writeKubeconfig(t, "https://127.0.0.1:1")
 	for _, name := range Names() {
-		b, err := Open(context.Background(), name, Options{StateRoot: t.TempDir()})
+		o := Options{StateRoot: t.TempDir()}
+		if name == Kubeconfig {
+			o.Kubeconfig = k
+		}
+		b, err := Open(context.Background(), name, o)
 		if err != nil {
 			t.Fatalf("Open(%s): %v", name, err)
 		}
@@ -71,4 +89,41 @@ func TestRecordedListsEveryBackEndOnAnEmptyRoot(t *testing.T) {
 		}
 	}
 	var _ []cluster.Backend = Recorded(root, nil)
+}
+
+func TestOpenKubeconfig(t *testing.T) {
+	t.Setenv("KUBECONFIG", "")
+	if _, err := Open(context.Background(), Kubeconfig, Options{}); !errors.Is(err, cluster.ErrUnavailable) || !strings.Contains(err.Error(), "--kubeconfig") {
+		t.Errorf("Open(kubeconfig) without a kubeconfig = %v; want ErrUnavailable naming --kubeconfig", err)
+	}
+	missing := filepath.Join(t.TempDir(), "nope")
+	if _, err := Open(context.Background(), Kubeconfig, Options{Kubeconfig: missing}); err == nil || !strings.Contains(err.Error(), missing) {
+		t.Errorf("Open(kubeconfig, a missing file) = %v; want an error naming the file", err)
+	}
+	t.Setenv("KUBECONFIG", writeKubeconfig(t, "https://127.0.0.1:1"))
+	if _, err := Open(context.Background(), Kubeconfig, Options{}); err != nil {
+		t.Errorf("Open(kubeconfig) with $KUBECONFIG set: %v", err)
+	}
+	if _, err := Open(context.Background(), Kubeconfig, Options{MappingFile: "m.yaml"}); err == nil || !strings.Contains(err.Error(), "image-mapping file") {
+		t.Errorf("Open(kubeconfig, an image-mapping file) = %v; want an error naming it", err)
+	}
+	if _, err := Open(context.Background(), Local, Options{Kubeconfig: "k"}); err == nil || !strings.Contains(err.Error(), "--backend kubeconfig") {
+		t.Errorf("Open(local, a kubeconfig) = %v; want an error pointing at --backend kubeconfig", err)
+	}
+}
+
+// TestKubeconfigCreateNeedsAnAnsweringCluster: a view of a cluster that does not
+// answer is refused, naming the server, and nothing stays recorded.
+func TestKubeconfigCreateNeedsAnAnsweringCluster(t *testing.T) {
+	root := t.TempDir()
+	b, err := Open(context.Background(), Kubeconfig, Options{StateRoot: root, Kubeconfig: writeKubeconfig(t, "https://127.0.0.1:1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Create(context.Background(), "v1"); err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
+		t.Fatalf("Create on a cluster that does not answer = %v; want an error naming its server", err)
+	}
+	if infos, err := b.List(context.Background()); err != nil || len(infos) != 0 {
+		t.Fatalf("List after a failed Create = %v, %v; want nothing", infos, err)
+	}
 }

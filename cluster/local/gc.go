@@ -13,9 +13,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gauntlet-dev/gauntlet/cluster/hoststate"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/container"
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/podnet"
-	"github.com/gauntlet-dev/gauntlet/cluster/hoststate"
 	"github.com/gauntlet-dev/gauntlet/internal/pidfile"
 
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/mountinfo"

@@ -24,6 +24,7 @@ type runFlags struct {
 	opBin    string
 	stateDir string
 	backend  string
+	kubecfg  string
 	mapping  string
 	// faults is set by the command when it injects faults: on kind that needs Chaos Mesh.
 	faults bool
@@ -34,6 +35,7 @@ func (f *runFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.opBin, "operator-binary", "", "binary the bundled operator image maps to (default $GAUNTLET_OPERATOR_BINARY or REPO/bin/valkey-operator)")
 	cmd.Flags().StringVar(&f.stateDir, "state-dir", "", "embedded clusters' state root (default $GAUNTLET_STATE_DIR or /var/lib/gauntlet)")
 	cmd.Flags().StringVar(&f.backend, "backend", backends.Default, "cluster back end: "+backends.Describe())
+	cmd.Flags().StringVar(&f.kubecfg, "kubeconfig", "", "the existing cluster's kubeconfig file for --backend kubeconfig (default $KUBECONFIG)")
 	cmd.Flags().StringVar(&f.mapping, "image-mapping", "", "image-mapping file (YAML) for the embedded clusters, tried before the target's imageMapping and the shipped defaults")
 }
 
@@ -69,7 +71,7 @@ func (f *runFlags) resolve(g *globals, spec string) (*targets.Target, cluster.Ba
 	if bin == "" && repo != "" {
 		bin = filepath.Join(repo, "bin", "valkey-operator")
 	}
-	opts := backends.Options{StateRoot: f.stateDir, Log: g.logger(), OperatorBinary: bin, MappingFile: f.mapping, Faults: f.faults}
+	opts := backends.Options{StateRoot: f.stateDir, Log: g.logger(), OperatorBinary: bin, MappingFile: f.mapping, Faults: f.faults, Kubeconfig: f.kubecfg}
 	if t.Source == "builtin:valkey" {
 		opts.BundledOperatorImage = t.Operator.Image
 	}
