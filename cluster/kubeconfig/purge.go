@@ -20,9 +20,11 @@ import (
 const defaultDeleteTimeout = 3 * time.Minute
 
 // purge deletes objs newest first (an object in a namespace of objs goes with
-// that namespace) and waits up to timeout for the namespaces among them to be
-// gone, so that the next run finds the cluster as it was. What is gone already
-// is no error.
+// that namespace). Before it deletes an object older than namespaces it deleted,
+// it waits for those namespaces to be gone: what a test namespace holds may
+// need the operator, installed earlier, to finish (finalizers). It waits up to
+// timeout in all, so that the next run finds the cluster as it was. What is
+// gone already is no error.
 func purge(ctx context.Context, cfg *rest.Config, objs []created, timeout time.Duration, log *slog.Logger) error {
 	if len(objs) == 0 {
 		return nil
@@ -43,42 +45,57 @@ func purge(ctx context.Context, cfg *rest.Config, objs []created, timeout time.D
 			namespaces[path.Base(o.Path)] = true
 		}
 	}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	bg := metav1.DeletePropagationBackground
-	var errs []error
+	var errs, waitErrs []error
+	var pending []string
 	for i := len(objs) - 1; i >= 0; i-- {
 		o := objs[i]
 		if o.Namespace != "" && namespaces[o.Namespace] {
 			continue
 		}
+		if !o.IsNamespace && len(pending) > 0 {
+			waitErrs = append(waitErrs, waitGone(wctx, cs, pending, timeout))
+			pending = nil
+		}
 		err := cs.CoreV1().RESTClient().Delete().AbsPath(o.Path).Body(&metav1.DeleteOptions{PropagationPolicy: &bg}).Do(ctx).Error()
-		if err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) || apierrors.IsMethodNotSupported(err) {
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && !apierrors.IsMethodNotSupported(err) {
+			errs = append(errs, fmt.Errorf("delete %s: %w", o.Path, err))
 			continue
 		}
-		errs = append(errs, fmt.Errorf("delete %s: %w", o.Path, err))
+		if o.IsNamespace {
+			pending = append(pending, path.Base(o.Path))
+		}
 	}
-	log.Info("removed what the run created in the existing cluster; waiting for its namespaces to be gone", "objects", len(objs), "namespaces", len(namespaces))
-	wctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+	waitErrs = append(waitErrs, waitGone(wctx, cs, pending, timeout))
+	log.Info("removed what the run created in the existing cluster", "objects", len(objs), "namespaces", len(namespaces))
+	return errors.Join(append(errs, waitErrs...)...)
+}
+
+// waitGone waits until the namespaces are gone (ctx bounds the wait); it names
+// those still there when ctx ends.
+func waitGone(ctx context.Context, cs kubernetes.Interface, namespaces []string, timeout time.Duration) error {
 	var left []string
-	for ns := range namespaces {
+	for _, ns := range namespaces {
 		for {
-			_, err := cs.CoreV1().Namespaces().Get(wctx, ns, metav1.GetOptions{})
+			_, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				break
 			}
-			if wctx.Err() != nil {
+			if ctx.Err() != nil {
 				left = append(left, ns)
 				break
 			}
 			select {
-			case <-wctx.Done():
+			case <-ctx.Done():
 			case <-time.After(500 * time.Millisecond):
 			}
 		}
 	}
-	if len(left) > 0 {
-		sort.Strings(left)
-		errs = append(errs, fmt.Errorf("namespaces still terminating after %v (look at their finalizers with kubectl get ns -o yaml): %s", timeout, strings.Join(left, ", ")))
+	if len(left) == 0 {
+		return nil
 	}
-	return errors.Join(errs...)
+	sort.Strings(left)
+	return fmt.Errorf("namespaces still terminating after %v (look at their finalizers with kubectl get ns -o yaml): %s", timeout, strings.Join(left, ", "))
 }

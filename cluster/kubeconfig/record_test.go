@@ -51,7 +51,7 @@ func TestParsePath(t *testing.T) {
 type fakeAPI struct {
 	mu      sync.Mutex
 	objects map[string]bool
-	deletes []string
+	ops     []string // DELETE and GET requests, in order
 }
 
 func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -90,7 +90,7 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(status)
 		_ = json.NewEncoder(w).Encode(body)
 	case http.MethodDelete:
-		f.deletes = append(f.deletes, p)
+		f.ops = append(f.ops, "DELETE "+p)
 		if !f.objects[p] {
 			w.WriteHeader(http.StatusNotFound)
 			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`))
@@ -99,6 +99,7 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		delete(f.objects, p)
 		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Success"}`))
 	case http.MethodGet:
+		f.ops = append(f.ops, "GET "+p)
 		if !f.objects[p] {
 			w.WriteHeader(http.StatusNotFound)
 			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`))
@@ -111,9 +112,10 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // TestViewRecordsAndDeletesWhatItCreated: a namespace created by POST (through
 // a client that prefers protobuf answers), a cluster-scoped and a namespaced object
 // created by apply are recorded; an object applied that existed already, a
-// dry run and a subresource POST are not; Delete removes the namespace and the
-// cluster-scoped object (the namespaced one goes with its namespace) and the
-// view's record, and leaves the pre-existing object alone.
+// dry run and a subresource POST are not; Delete removes the namespace, waits
+// for it to be gone, then removes the older cluster-scoped object (the
+// namespaced one goes with its namespace) and the view's record, and leaves the
+// pre-existing object alone.
 func TestViewRecordsAndDeletesWhatItCreated(t *testing.T) {
 	api := &fakeAPI{objects: map[string]bool{"/apis/apps/v1/namespaces/kept/deployments/theirs": true}}
 	srv := httptest.NewServer(api)
@@ -129,9 +131,6 @@ func TestViewRecordsAndDeletesWhatItCreated(t *testing.T) {
 	cfg.ContentType = "application/json"
 	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	cs := kubernetes.NewForConfigOrDie(cfg)
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "g0-w0-1"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create namespace through the view: %v", err)
-	}
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "dry"}}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
 		t.Fatalf("dry-run create: %v", err)
 	}
@@ -153,6 +152,9 @@ func TestViewRecordsAndDeletesWhatItCreated(t *testing.T) {
 	}
 	crd := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	apply(crd, "", "valkeyclusters.valkey.gauntlet.dev")
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "g0-w0-1"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create namespace through the view: %v", err)
+	}
 	apply(schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, "g0-w0-1", "valkey-password")
 	apply(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, "kept", "theirs")
 	if err := cs.CoreV1().RESTClient().Post().AbsPath("/api/v1/namespaces/g0-w0-1/pods/p/exec").Body([]byte(`{}`)).Do(ctx).Error(); err != nil {
@@ -161,8 +163,8 @@ func TestViewRecordsAndDeletesWhatItCreated(t *testing.T) {
 
 	got := v.created()
 	want := []created{
-		{Path: "/api/v1/namespaces/g0-w0-1", IsNamespace: true},
 		{Path: "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/valkeyclusters.valkey.gauntlet.dev"},
+		{Path: "/api/v1/namespaces/g0-w0-1", IsNamespace: true},
 		{Path: "/api/v1/namespaces/g0-w0-1/secrets/valkey-password", Namespace: "g0-w0-1"},
 	}
 	if !slices.Equal(got, want) {
@@ -175,9 +177,10 @@ func TestViewRecordsAndDeletesWhatItCreated(t *testing.T) {
 	if err := c.Delete(ctx); err != nil {
 		t.Fatalf("Delete: %v", err)
 	}
-	wantDeletes := []string{"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/valkeyclusters.valkey.gauntlet.dev", "/api/v1/namespaces/g0-w0-1"}
-	if !slices.Equal(api.deletes, wantDeletes) {
-		t.Fatalf("deleted %v; want %v (newest first, the namespace's secret with it)", api.deletes, wantDeletes)
+	wantOps := []string{"DELETE /api/v1/namespaces/g0-w0-1", "GET /api/v1/namespaces/g0-w0-1",
+		"DELETE /apis/apiextensions.k8s.io/v1/customresourcedefinitions/valkeyclusters.valkey.gauntlet.dev"}
+	if !slices.Equal(api.ops, wantOps) {
+		t.Fatalf("requests %v\nwant     %v (newest first, the namespace's secret with it, the namespace gone before the older CRD goes)", api.ops, wantOps)
 	}
 	if !api.objects["/apis/apps/v1/namespaces/kept/deployments/theirs"] {
 		t.Fatal("Delete removed an object the view did not create")
@@ -209,8 +212,8 @@ func TestGCRemovesWhatAnAbandonedViewCreated(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := Provider{Options: Options{StateRoot: root}}
-	if removed, err := p.GC(context.Background()); err != nil || len(removed) != 0 || len(api.deletes) != 0 {
-		t.Fatalf("GC of a view whose owner (this process) lives = %v, %v, deleting %v; want nothing done", removed, err, api.deletes)
+	if removed, err := p.GC(context.Background()); err != nil || len(removed) != 0 || len(api.ops) != 0 {
+		t.Fatalf("GC of a view whose owner (this process) lives = %v, %v, requests %v; want nothing done", removed, err, api.ops)
 	}
 	if err := os.Remove(filepath.Join(v.dir, "owner.record")); err != nil {
 		t.Fatal(err)
