@@ -6,15 +6,20 @@ import (
 )
 
 // budget decides whether a worker may start its next test-case iteration
-// within Config.Budget: what is left must cover the slowest iteration seen so
-// far plus the time kept for tearing down and writing the reports. Once it
-// says no (or stop is called) it says no to every worker.
+// within Config.Budget: what is left must cover a mean iteration so far plus
+// the time kept for tearing down and writing the reports. An iteration still
+// running at the cutoff (the deadline less that reserve) is abandoned, as a
+// signal abandons it: it is not recorded, and Resume runs it again. (Keeping
+// room for the slowest iteration instead left a third of a short budget
+// unused: one stuck step made every worker stop minutes early.) Once it says
+// no (or stop is called) it says no to every worker.
 type budget struct {
 	deadline time.Time // zero: no budget
 	reserve  time.Duration
 
 	mu      sync.Mutex
-	slowest time.Duration
+	total   time.Duration // of the observed iterations
+	n       int
 	stopped string
 }
 
@@ -38,8 +43,17 @@ func reserveFor(limit time.Duration) time.Duration {
 // and fault, if any) took.
 func (b *budget) observe(d time.Duration) {
 	b.mu.Lock()
-	b.slowest = max(b.slowest, d)
+	b.total += d
+	b.n++
 	b.mu.Unlock()
+}
+
+// cutoff is when iterations still running are abandoned (zero: never).
+func (b *budget) cutoff() time.Time {
+	if b.deadline.IsZero() {
+		return time.Time{}
+	}
+	return b.deadline.Add(-b.reserve)
 }
 
 // mayStart reports whether an iteration may start at now; when it may not,
@@ -50,7 +64,11 @@ func (b *budget) mayStart(now time.Time) bool {
 	if b.stopped != "" {
 		return false
 	}
-	if b.deadline.IsZero() || now.Add(b.slowest+b.reserve).Before(b.deadline) {
+	var mean time.Duration
+	if b.n > 0 {
+		mean = b.total / time.Duration(b.n)
+	}
+	if b.deadline.IsZero() || now.Add(mean+b.reserve).Before(b.deadline) {
 		return true
 	}
 	b.stopped = StopBudget

@@ -17,16 +17,21 @@ func TestBudget(t *testing.T) {
 	if !b.mayStart(t0) {
 		t.Fatal("the first iteration must start")
 	}
+	if got := b.cutoff(); !got.Equal(t0.Add(18*time.Minute + 30*time.Second)) {
+		t.Fatalf("cutoff = %v after the start, want 18m30s (the deadline less the reserve)", got.Sub(t0))
+	}
 	b.observe(2 * time.Minute)
 	b.observe(30 * time.Second)
-	// 20m - 1m30s reserve - 2m slowest = 16m30s: the last start time.
-	if !b.mayStart(t0.Add(16*time.Minute + 29*time.Second)) {
+	b.observe(30 * time.Second)
+	// 20m - 1m30s reserve - 1m mean = 17m30s: the last start time (the
+	// slowest, 2m, does not hold every worker back).
+	if !b.mayStart(t0.Add(17*time.Minute + 29*time.Second)) {
 		t.Fatal("an iteration that fits was refused")
 	}
 	if b.reason() != "" {
 		t.Fatalf("stopped early: %q", b.reason())
 	}
-	if b.mayStart(t0.Add(16*time.Minute + 31*time.Second)) {
+	if b.mayStart(t0.Add(17*time.Minute + 31*time.Second)) {
 		t.Fatal("an iteration that would overrun the budget was allowed")
 	}
 	if b.reason() != StopBudget {
@@ -41,6 +46,9 @@ func TestBudget(t *testing.T) {
 
 	none := newBudget(t0, 0)
 	none.observe(time.Hour)
+	if !none.cutoff().IsZero() {
+		t.Fatal("no budget: no cutoff")
+	}
 	if !none.mayStart(t0.Add(100 * time.Hour)) {
 		t.Fatal("no budget: every iteration starts")
 	}

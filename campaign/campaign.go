@@ -222,7 +222,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	prog.alarms.Store(int64(countAlarms(recs)))
 	prog.base = prog.done.Load() // the ETA's rate counts this run's steps only
 	stopProg := prog.start()
-	g, gctx := errgroup.WithContext(ctx)
+	// At the budget's cutoff the iterations still running are abandoned (see budget).
+	wctx := ctx
+	if cut := r.budget.cutoff(); !cut.IsZero() {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithDeadline(ctx, cut)
+		defer cancel()
+	}
+	g, gctx := errgroup.WithContext(wctx)
 	for w := range ws {
 		if ws[w].Done {
 			continue
@@ -231,8 +238,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	err = g.Wait()
 	stopProg()
-	if err != nil && ctx.Err() == nil {
+	if err != nil && ctx.Err() == nil && wctx.Err() == nil {
 		return nil, err
+	}
+	if err != nil && ctx.Err() == nil {
+		// The budget's cutoff: the iterations in flight were abandoned.
+		r.cfg.Logger.Info("the budget's cutoff abandoned the iterations in flight", "err", err)
+		r.budget.stop(StopBudget)
 	}
 	if ctx.Err() != nil {
 		// SIGINT or SIGTERM (the caller's context): the steps in flight were

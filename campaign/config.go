@@ -58,10 +58,11 @@ type Config struct {
 	// Order is the order test cases run in: OrderBreadth (default: a seeded
 	// round-robin over properties, operation-heavy ones first) or OrderPlan.
 	Order string
-	// Budget is the campaign's wall-clock limit (0: none). No step starts once
-	// what is left of it would not cover the slowest step so far plus the time
-	// kept for tearing down and writing the reports; the campaign then ends
-	// partial (StopBudget), with its reports, and Resume continues it.
+	// Budget is the campaign's wall-clock limit (0: none). No iteration starts
+	// once what is left of it would not cover a mean iteration so far plus the
+	// time kept for tearing down and writing the reports, and one still running
+	// when only that time is left is abandoned (not recorded); the campaign then
+	// ends partial (StopBudget), with its reports, and Resume continues it.
 	Budget time.Duration
 	// Plan holds the plan's generation options (the API server's check of
 	// core-typed values, lenient seeds). A resume reads the plan it recorded.
