@@ -17,6 +17,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/cluster"
 	"github.com/gauntlet-dev/gauntlet/faults"
 	"github.com/gauntlet-dev/gauntlet/model"
+	"github.com/gauntlet-dev/gauntlet/oracles"
 	"github.com/gauntlet-dev/gauntlet/replay"
 	"github.com/gauntlet-dev/gauntlet/targets"
 )
@@ -137,13 +138,18 @@ type ReplayOptions struct {
 	Namespace string
 	// Converge tunes convergence (the campaign's defaults for what is zero).
 	Converge ConvergeOptions
+	// Judge has the oracles (the defaults configured from the target, and
+	// the target's own) judge every step after the seed, as minimization
+	// does; their findings are on the step records.
+	Judge bool
 }
 
 // ReplayOutcome is what a replay did and reached.
 type ReplayOutcome struct {
 	// Steps are the step records, the seed's first: when each converged (or
 	// timed out, got stuck, was refused), the faults injected, and the
-	// harness's own findings (convergence, apply); no oracle judged them.
+	// findings: the harness's own (convergence, apply), and the oracles' with
+	// ReplayOptions.Judge.
 	Steps []*StepRecord
 	// Final is the state the last step reached.
 	Final *model.Snapshot
@@ -154,9 +160,9 @@ type ReplayOutcome struct {
 
 // Replay replays rep on the deployment's cluster exactly as a campaign's
 // minimization does (session.run for the seed and each step: declared, its
-// fault injected, held and healed, converged by replay's rule), without
-// judging: the caller judges what it reached (package testkit asserts the
-// reproducer's invariant). Faults go through the cluster's back end
+// fault injected, held and healed, converged by replay's rule), judging the
+// steps with the oracles when asked (package testkit asserts the
+// reproducer's invariant on what it reached, or on those findings). Faults go through the cluster's back end
 // (faults.For: the embedded cluster's own; Chaos Mesh elsewhere) or, on an
 // attached cluster without Chaos Mesh, pod kills through the API
 // (replay.APIFaults). A fault kind the back end cannot inject is
@@ -168,6 +174,9 @@ func (d *Deployment) Replay(ctx context.Context, rep *replay.Reproducer, o Repla
 	}
 	cfg := Config{Target: d.target, Logger: d.k.log, Converge: o.Converge}.withDefaults()
 	r := &runner{cfg: cfg, target: d.target, base: rep.Seed, lastAppend: new(atomic.Int64), publishesGen: new(atomic.Bool)}
+	if o.Judge {
+		r.oracles = append(append([]oracles.Oracle{}, cfg.Oracles...), d.target.Oracles...)
+	}
 	e := &env{cluster: d.k.cluster, kube: d.k, prefix: "replay"}
 	out := &ReplayOutcome{}
 	if kinds := rep.FaultKinds(); len(kinds) > 0 {
@@ -194,7 +203,7 @@ func (d *Deployment) Replay(ctx context.Context, rep *replay.Reproducer, o Repla
 		sess.stopWorkload(ctx)
 		sess.watch.close()
 	}()
-	out.Steps, out.Final, err = sess.replaySteps(ctx, rep.Seed, rep.Steps, false)
+	out.Steps, out.Final, err = sess.replaySteps(ctx, rep.Seed, rep.Steps, o.Judge)
 	return out, err
 }
 

@@ -49,13 +49,6 @@ func TestE2EGeneratedGoTest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clean := os.Getenv("GAUNTLET_OPERATOR_BINARY")
-	if clean == "" {
-		clean = filepath.Join(root, "bin", "valkey-operator")
-	}
-	testenv.NeedFile(t, clean, "run `make build`")
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	testenv.NeedFile(t, goBin, "the go command that runs this test")
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 
@@ -76,6 +69,101 @@ func TestE2EGeneratedGoTest(t *testing.T) {
 	if !ok {
 		t.Fatalf("%s holds no reproducer", gotestAlarm)
 	}
+	buggy, _ := runGeneratedGoTest(ctx, t, root, rep, "04-config-default-overrules-user")
+	for _, want := range []string{`the invariant "the state reflects the desired value in one of the fields the alarm names" does not hold`,
+		"is reflected by none of the fields the alarm names", "consistency alarm " + rep.Signature} {
+		if !strings.Contains(buggy, want) {
+			t.Errorf("the failing run's output lacks %q", want)
+		}
+	}
+}
+
+// TestE2EGeneratedGoTestFault proves that a generated Go test replays the
+// fault of a fault-driven seeded bug and judges it as the campaign did: the
+// reproducer of bug 08 (the operator does not unlabel a primary it cannot
+// reach) is the benchmark's seed and one fault step that freezes the primary
+// for the benchmark's hold (pod-failure, role primary), and its alarm is the
+// split-brain oracle's two pods labelled primary at once — which no check of
+// the final state can see: the old primary is unlabelled once it thaws. The
+// generated test must fail against the operator with the bug, naming the
+// signature, and pass against the clean one.
+func TestE2EGeneratedGoTestFault(t *testing.T) {
+	t.Parallel() // each run has its own cluster and state root
+	testenv.SkipShort(t)
+	testenv.NeedRoot(t)
+	testenv.NeedE2E(t, local.ControlPlaneBinDir())
+	root, err := targets.FindRepoRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	defer cancel()
+	const bug = "08-unreachable-primary-keeps-label"
+	b := seededBug(t, root, bug)
+	if len(b.Faults) != 1 || b.Faults[0].Kind != campaign.FaultPodFailure {
+		t.Fatalf("bug %s's benchmark faults changed (%+v): update this test", bug, b.Faults)
+	}
+	tg, err := targets.Valkey(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := campaign.Config{Target: tg}
+	tg.Seed["spec"] = bugs.Seed()
+	b.Apply(&cfg)
+	fault := b.Faults[0]
+	fault.Hold = b.Hold
+	rep := replay.Reproducer{
+		Name: "Gauntlet1", Package: "gauntlet_test", Target: "builtin:valkey", Namespace: "gauntlet-repro",
+		CRD:    replay.CRDRef{Group: "valkey.gauntlet.dev", Version: tg.Version, Kind: tg.Kind},
+		Seed:   tg.Seed,
+		Steps:  []replay.Step{{Kind: model.StepFault, Desired: tg.Seed, Fault: &fault}},
+		Oracle: "split-brain", Signature: model.Signature("split-brain", "label"),
+		Summary: "split brain: two pods were labelled primary at once",
+	}
+	buggy, clean := runGeneratedGoTest(ctx, t, root, rep, bug)
+	for _, want := range []string{"fault pod-failure on primary", "the split-brain oracle raised " + rep.Signature} {
+		if !strings.Contains(buggy, want) {
+			t.Errorf("the failing run's output lacks %q", want)
+		}
+	}
+	if !strings.Contains(clean, "fault pod-failure on primary") {
+		t.Errorf("the passing run injected no pod-failure into the primary")
+	}
+}
+
+// seededBug is the benchmark's seeded bug name.
+func seededBug(t *testing.T, root, name string) bugs.Bug {
+	t.Helper()
+	bs, err := bugs.Load(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bs {
+		if b.Name == name {
+			return b
+		}
+	}
+	t.Fatalf("seeded bug %s not found", name)
+	return bugs.Bug{}
+}
+
+// runGeneratedGoTest generates rep's Go test as `gauntlet run --go-tests`
+// does, writes it into a fresh module that requires
+// github.com/gauntlet-dev/gauntlet through a replace to this checkout (with
+// this repository's go.sum, and GOPROXY=off: nothing is downloaded), and runs
+// `go test` there twice with no KUBECONFIG, so that the test kit brings up an
+// embedded cluster and deploys the built-in Valkey target itself: with the
+// operator built with the seeded bug the test must fail; with the clean
+// operator it must pass. It returns both runs' output.
+func runGeneratedGoTest(ctx context.Context, t *testing.T, root string, rep replay.Reproducer, bug string) (buggyOut, cleanOut string) {
+	t.Helper()
+	clean := os.Getenv("GAUNTLET_OPERATOR_BINARY")
+	if clean == "" {
+		clean = filepath.Join(root, "bin", "valkey-operator")
+	}
+	testenv.NeedFile(t, clean, "run `make build`")
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	testenv.NeedFile(t, goBin, "the go command that runs this test")
 	var src bytes.Buffer
 	if err := reports.WriteGoTest(&src, rep); err != nil {
 		t.Fatalf("generate the Go test: %v", err)
@@ -115,26 +203,16 @@ func TestE2EGeneratedGoTest(t *testing.T) {
 	}
 
 	// The operator with the seeded bug.
-	bs, err := bugs.Load(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var patch string
-	for _, b := range bs {
-		if b.Name == "04-config-default-overrules-user" {
-			patch = b.Patch
-		}
-	}
-	buggy := filepath.Join(work, "valkey-operator-04")
+	buggy := filepath.Join(work, "valkey-operator-"+bug)
 	t0 := time.Now()
-	if err := bugs.BuildOperator(ctx, root, patch, buggy); err != nil {
+	if err := bugs.BuildOperator(ctx, root, seededBug(t, root, bug).Patch, buggy); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("built the operator with seeded bug 04 in %v", time.Since(t0).Round(time.Second))
+	t.Logf("built the operator with seeded bug %s in %v", bug, time.Since(t0).Round(time.Second))
 
 	goTest := func(operator string) (string, error, time.Duration) {
 		start := time.Now()
-		cmd := exec.CommandContext(ctx, goBin, "test", "-count=1", "-v", "-timeout", "10m", "./...")
+		cmd := exec.CommandContext(ctx, goBin, "test", "-count=1", "-v", "-timeout", "15m", "./...")
 		cmd.Dir = mod
 		for _, kv := range os.Environ() {
 			switch k, _, _ := strings.Cut(kv, "="); k {
@@ -151,21 +229,20 @@ func TestE2EGeneratedGoTest(t *testing.T) {
 	}
 
 	out, err, took := goTest(buggy)
-	t.Logf("go test against the operator with the bug (%v):\n%s", took.Round(time.Second), out)
+	t.Logf("go test against the operator with seeded bug %s (%v):\n%s", bug, took.Round(time.Second), out)
 	if err == nil {
-		t.Fatalf("the generated test passed against the operator with seeded bug 04")
+		t.Fatalf("the generated test passed against the operator with seeded bug %s", bug)
 	}
-	for _, want := range []string{"--- FAIL: " + test, `the invariant "the state reflects the desired value in one of the fields the alarm names" does not hold`,
-		"is reflected by none of the fields the alarm names", "consistency alarm " + rep.Signature} {
-		if !strings.Contains(out, want) {
-			t.Errorf("the failing run's output lacks %q", want)
-		}
+	if !strings.Contains(out, "--- FAIL: "+test) {
+		t.Errorf("the failing run's output lacks %q", "--- FAIL: "+test)
 	}
+	buggyOut = out
 	out, err, took = goTest(clean)
 	t.Logf("go test against the clean operator (%v):\n%s", took.Round(time.Second), out)
 	if err != nil || !strings.Contains(out, "--- PASS: "+test) {
 		t.Fatalf("the generated test did not pass against the clean operator: %v", err)
 	}
+	return buggyOut, out
 }
 
 // TestGoTestReproducer: the Go test's reproducer is the recorded one (seed,

@@ -68,7 +68,9 @@ func (k *kube) applyFixtures(ctx context.Context, files []string, ns string) err
 	return k.ApplyFixtures(ctx, files, ns)
 }
 
-func (k *kube) createNamespace(ctx context.Context, ns string) error { return k.CreateNamespace(ctx, ns) }
+func (k *kube) createNamespace(ctx context.Context, ns string) error {
+	return k.CreateNamespace(ctx, ns)
+}
 
 func (k *kube) deleteNamespace(ctx context.Context, ns string) { k.DeleteNamespace(ctx, ns) }
 
@@ -311,7 +313,6 @@ func (k *kube) operatorRestarts(ctx context.Context) int {
 	}
 	return n
 }
-
 
 // usePreloaded sets imagePullPolicy IfNotPresent on every container of o (anywhere in it:
 // workloads' pod templates, pods) that would pull a preloaded image Always, on a cluster

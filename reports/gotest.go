@@ -30,11 +30,13 @@ const (
 // ErrNoInvariant is returned by WriteGoTest (and Reproducer.Validate) when
 // the alarm gives a test nothing to assert, so it could not fail while the
 // bug is there.
-var ErrNoInvariant = errors.New("nothing to assert: a Go test asserts the health oracle's alarms, and the consistency oracle's when their evidence names fields of the state that should reflect the desired value")
+var ErrNoInvariant = errors.New("nothing to assert: the alarm names no oracle and signature for the test to judge the replay by")
 
-// Assertion is what a reproducer's test asserts once its last desired state
-// converged: the health of the namespace's pods (health oracle), or desired
-// values reflected by the state (consistency oracle).
+// Assertion is what a reproducer's test asserts: once its last desired state
+// converged, the health of the namespace's pods (health oracle) or desired
+// values reflected by the state (consistency oracle); for any other alarm,
+// that Gauntlet's oracles, judging every transition of the replay as the
+// campaign did, no longer raise its signature (Judge).
 type Assertion struct {
 	// Check is the invariant in words: Reproducer.Check, or a default.
 	Check string
@@ -43,6 +45,12 @@ type Assertion struct {
 	Health bool
 	// Values must each be reflected by one of their fields.
 	Values []ValueCheck
+	// Judge asks that the oracles judge the replay's transitions (the
+	// system monitor's readings, the workload's history, the events, as
+	// during the campaign) and that none raise Signature (an alarm of Oracle).
+	Judge     bool
+	Oracle    string
+	Signature string
 }
 
 // ValueCheck is the consistency oracle's invariant for one desired value: at
@@ -82,9 +90,12 @@ type FieldRef struct {
 //     (for each expected value, the fields evidence gives with it); the state
 //     must reflect each such value in at least one of its fields — a test
 //     passes once the operator puts the value anywhere the alarm looked;
-//   - any other oracle, or consistency evidence naming no field: nothing a
-//     plain client-go test could check the way the oracle did
-//     (ErrNoInvariant; `gauntlet reproduce` replays those).
+//   - any other oracle (durability, split brain, recovery, ...), or
+//     consistency evidence naming no field: what no check of the final state
+//     can see (acknowledged writes lost, two primaries while a fault held), so
+//     the test judges the replay with Gauntlet's oracles as the campaign did
+//     and asserts that the alarm's signature does not fire (Judge);
+//     ErrNoInvariant when the reproducer names no oracle or signature.
 func AssertionOf(r replay.Reproducer) (Assertion, error) {
 	a := Assertion{Check: r.Check}
 	switch r.Oracle {
@@ -96,7 +107,7 @@ func AssertionOf(r replay.Reproducer) (Assertion, error) {
 		return a, nil
 	case ConsistencyOracle:
 	default:
-		return Assertion{}, ErrNoInvariant
+		return judged(r)
 	}
 	byValue := map[string]int{} // expected JSON -> index into a.Values
 	props := map[string]string{}
@@ -142,10 +153,23 @@ func AssertionOf(r replay.Reproducer) (Assertion, error) {
 	}
 	a.Values = kept
 	if len(a.Values) == 0 {
-		return Assertion{}, ErrNoInvariant
+		return judged(r)
 	}
 	if a.Check == "" {
 		a.Check = "the state reflects the desired value in one of the fields the alarm names"
+	}
+	return a, nil
+}
+
+// judged is the assertion that the replay, judged by the oracles, does not
+// raise r's signature.
+func judged(r replay.Reproducer) (Assertion, error) {
+	if r.Oracle == "" || r.Signature == "" {
+		return Assertion{}, ErrNoInvariant
+	}
+	a := Assertion{Check: r.Check, Judge: true, Oracle: r.Oracle, Signature: r.Signature}
+	if a.Check == "" {
+		a.Check = fmt.Sprintf("Gauntlet's oracles, judging the replay as the campaign did, raise no %s alarm %s", r.Oracle, r.Signature)
 	}
 	return a, nil
 }

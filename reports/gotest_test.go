@@ -552,16 +552,23 @@ func TestAssertion(t *testing.T) {
 		a.Check != "the state reflects the desired value in one of the fields the alarm names" {
 		t.Errorf("overruled config key: %+v", a)
 	}
-	// Nothing but the CR's own property, or another oracle: nothing to assert.
+	// Nothing but the CR's own property, or another oracle: the oracles judge
+	// the replay and the signature must not fire.
 	r.Evidence = r.Evidence[:1]
-	if _, err := AssertionOf(r); !errors.Is(err, ErrNoInvariant) {
-		t.Errorf("CR evidence only: %v, want ErrNoInvariant", err)
+	if a, err := AssertionOf(r); err != nil || !a.Judge || a.Signature != r.Signature || a.Oracle != "consistency" || len(a.Values) != 0 || a.Health {
+		t.Errorf("CR evidence only: %+v, %v; want the oracles to judge", a, err)
 	}
-	for _, o := range []string{"differential", "availability", "system-state", "stability", ""} {
+	for _, o := range []string{"differential", "availability", "system-state", "split-brain", "durability"} {
 		r := nastyReproducer()
-		r.Oracle = o
+		r.Oracle, r.Check = o, ""
+		a, err := AssertionOf(r)
+		if err != nil || !a.Judge || a.Oracle != o || a.Signature != r.Signature || !strings.Contains(a.Check, "raise no "+o+" alarm "+r.Signature) {
+			t.Errorf("oracle %q: %+v, %v; want the oracles to judge", o, a, err)
+		}
+	}
+	for _, r := range []Reproducer{{Oracle: "split-brain"}, {Signature: "split-brain-1"}} {
 		if _, err := AssertionOf(r); !errors.Is(err, ErrNoInvariant) {
-			t.Errorf("oracle %q: %v, want ErrNoInvariant", o, err)
+			t.Errorf("%+v: %v, want ErrNoInvariant", r, err)
 		}
 	}
 }
@@ -619,7 +626,7 @@ func TestWriteGoTestErrors(t *testing.T) {
 		{"unknown fault", func(r *Reproducer) {
 			r.Steps = []replay.Step{{Kind: model.StepFault, Desired: r.Seed, Fault: &replay.FaultPlan{Kind: "meteor", Role: "pod"}}}
 		}, `step 1: unknown fault kind "meteor"`, nil},
-		{"nothing to assert", func(r *Reproducer) { r.Oracle = "stability" }, "nothing to assert", ErrNoInvariant},
+		{"nothing to assert", func(r *Reproducer) { r.Oracle, r.Signature = "stability", "" }, "nothing to assert", ErrNoInvariant},
 		{"bad object key", func(r *Reproducer) {
 			r.Oracle = "consistency"
 			r.Evidence = []model.Evidence{{Object: "StatefulSet/vk", Path: "spec.replicas", Expected: 3}}

@@ -238,7 +238,7 @@ func Run(tb testing.TB, r Reproducer, opts ...Option) {
 		fatal(err)
 	}
 	out, err := env.deployment.Replay(ctx, &plain, campaign.ReplayOptions{Namespace: r.Namespace,
-		Converge: campaign.ConvergeOptions{Quiet: r.Quiet, Timeout: r.ConvergeTimeout}})
+		Converge: campaign.ConvergeOptions{Quiet: r.Quiet, Timeout: r.ConvergeTimeout}, Judge: a.Judge})
 	if errors.Is(err, campaign.ErrFaultsUnsupported) {
 		testenv.Unavailable(tb, "testkit: %v; the embedded cluster (KUBECONFIG unset) injects every kind, or replay it with `gauntlet reproduce %s`", err, replayDir(r))
 	}
@@ -251,6 +251,9 @@ func Run(tb testing.TB, r Reproducer, opts ...Option) {
 	violations, err := chk.check(ctx, a)
 	if err != nil {
 		fatal(err)
+	}
+	if a.Judge {
+		violations = append(violations, fired(out, a.Signature)...)
 	}
 	if len(violations) == 0 {
 		return
@@ -378,6 +381,51 @@ func logSteps(tb testing.TB, out *campaign.ReplayOutcome) {
 		}
 		tb.Logf("testkit: %s: %s", what, strings.Join(parts, "; "))
 	}
+}
+
+// fired describes each step of the replay whose findings carry signature
+// (the seed's are not the sequence's), with their evidence.
+func fired(out *campaign.ReplayOutcome, signature string) []string {
+	var lines []string
+	for i, rec := range out.Steps {
+		if i == 0 {
+			continue
+		}
+		for _, f := range rec.Findings {
+			if f.Signature != signature {
+				continue
+			}
+			l := fmt.Sprintf("step %d (%s): the %s oracle raised %s: %s", i, rec.Kind, f.Oracle, f.Signature, f.Summary)
+			for _, e := range f.Evidence {
+				if d := evidenceText(e); d != "" {
+					l += "\n      " + d
+				}
+			}
+			lines = append(lines, l)
+		}
+	}
+	return lines
+}
+
+// evidenceText is one evidence in a line ("" when it says nothing).
+func evidenceText(e model.Evidence) string {
+	var parts []string
+	if e.Object != "" {
+		parts = append(parts, e.Object)
+	}
+	if e.Path != "" {
+		parts = append(parts, e.Path)
+	}
+	if e.Expected != nil {
+		parts = append(parts, fmt.Sprintf("expected %v", e.Expected))
+	}
+	if e.Actual != nil {
+		parts = append(parts, fmt.Sprintf("actual %v", e.Actual))
+	}
+	if e.Detail != "" {
+		parts = append(parts, e.Detail)
+	}
+	return strings.Join(parts, " ")
 }
 
 // replayDir is the folder `gauntlet reproduce` takes for r.

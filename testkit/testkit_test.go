@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic/fake"
 
+	"github.com/gauntlet-dev/gauntlet/campaign"
 	"github.com/gauntlet-dev/gauntlet/model"
 	"github.com/gauntlet-dev/gauntlet/reports"
 )
@@ -369,5 +370,24 @@ func TestOptions(t *testing.T) {
 	// This package's own source folder is in the Gauntlet repository.
 	if repo := findRepo(); repo == "" {
 		t.Error("findRepo found no repository")
+	}
+}
+
+// TestFired: a judged replay fails on the steps whose findings carry the
+// alarm's signature, never on the seed's, and names their evidence.
+func TestFired(t *testing.T) {
+	sb := model.Finding{Oracle: "split-brain", Signature: "split-brain-label", Summary: "split brain: vk-0 and vk-1 were labelled primary at once",
+		Evidence: []model.Evidence{{Object: "/v1/Pod/ns/vk-0", Path: "metadata.labels[\"role\"]", Actual: "primary"}}}
+	out := &campaign.ReplayOutcome{Steps: []*campaign.StepRecord{
+		{Step: model.Step{Kind: model.StepSeed}, Findings: []model.Finding{sb}},
+		{Step: model.Step{Kind: model.StepFault}, Findings: []model.Finding{{Oracle: "health", Signature: "health-1"}, sb}},
+	}}
+	got := fired(out, "split-brain-label")
+	want := "step 1 (fault): the split-brain oracle raised split-brain-label: split brain: vk-0 and vk-1 were labelled primary at once\n      /v1/Pod/ns/vk-0 metadata.labels[\"role\"] actual primary"
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("fired = %q\nwant [%q]", got, want)
+	}
+	if got := fired(out, "durability-1"); len(got) != 0 {
+		t.Errorf("another signature: %q", got)
 	}
 }
