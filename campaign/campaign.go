@@ -739,17 +739,7 @@ func (r *runner) resumeWorker(ctx context.Context, sess *session, w int, plan *i
 // than without a CR. It returns the last rollback step's record and snapshot, the index of
 // the step after it, and the desired state the worker now stands on.
 func (r *runner) rollBack(ctx context.Context, sess *session, in stepInput, rec *StepRecord, snap *model.Snapshot, skip Cursor, prog *progress) (*StepRecord, *model.Snapshot, int, model.Object, error) {
-	back := stepInput{worker: in.worker, index: in.index + 1, kind: model.StepRollback, testCase: in.testCase, misop: in.misop, cause: in.cause,
-		changed: changedPaths(in.desired, in.prevDesired), desired: in.prevDesired, prevDesired: in.desired, prev: snap, reference: in.prev,
-		recreate: in.recreate, caseBase: in.caseBase, cursor: skip, prevID: rec.ID()}
-	if in.misop {
-		// Going back to the valid D(i-1) after a misoperation is a cause of its
-		// own: an operator that cannot recover from the misoperation (seeded
-		// bug 03) must not hide in the misoperation's group, which the clean
-		// operator shares. (A rollback the harness itself finds a misoperation
-		// keeps its own reason.)
-		back.cause = "recovering from a misoperation: " + in.cause
-	}
+	back := rollbackInput(in, rec, snap, skip)
 	rb, rsnap, err := sess.run(ctx, back)
 	if err != nil {
 		return nil, nil, 0, nil, err
@@ -803,6 +793,27 @@ func (r *runner) rollBack(ctx context.Context, sess *session, in stepInput, rec 
 		base = seed
 	}
 	return rb, rsnap, back.index + 1, base, nil
+}
+
+// rollbackInput is the step that goes back from step in (recorded as rec,
+// ending in snap) to in.prevDesired. Going back to the valid D(i-1) after a
+// misoperation is a valid step, not a misoperation: an operator that cannot
+// recover from the misoperation (seeded bug 03) raises an alarm, grouped by
+// what failed, never folded into the misoperation's group (where the clean
+// operator's refusals sit, and where a real bug's second occurrence hid).
+// recovering keeps the misoperation's cause, and the harness does not judge
+// the rollback a misoperation of its own.
+func rollbackInput(in stepInput, rec *StepRecord, snap *model.Snapshot, skip Cursor) stepInput {
+	back := stepInput{worker: in.worker, index: in.index + 1, kind: model.StepRollback, testCase: in.testCase,
+		changed: changedPaths(in.desired, in.prevDesired), desired: in.prevDesired, prevDesired: in.desired, prev: snap, reference: in.prev,
+		recreate: in.recreate, caseBase: in.caseBase, cursor: skip, prevID: rec.ID()}
+	if in.misop {
+		back.recovering = in.cause
+		if back.recovering == "" {
+			back.recovering = fmt.Sprintf("test case %s is labelled a misoperation", in.testCase)
+		}
+	}
+	return back
 }
 
 // unhealthy reports whether a step ended with the system not healthy: not

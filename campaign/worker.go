@@ -268,9 +268,12 @@ type stepInput struct {
 	testCase      string
 	misop         bool
 	// cause says why the step is a misoperation when the harness finds no
-	// reason of its own (a test case labelled so by design, or the cause
-	// the step it rolls back had).
-	cause       string
+	// reason of its own (a test case labelled so by design).
+	cause string
+	// recovering is, on a rollback after a misoperation, that misoperation's
+	// cause: the rollback is a valid step, which the harness never judges a
+	// misoperation (its failure is the operator's).
+	recovering  string
 	changed     []string
 	desired     model.Object
 	prevDesired model.Object
@@ -291,6 +294,11 @@ type stepInput struct {
 	// began is when a differential re-run began (its step's time).
 	began time.Time
 }
+
+// harnessJudges reports whether the harness's misoperation rules (an operator
+// refusal, an unpullable image, …) may find the step a misoperation: not one
+// labelled so already, nor a rollback after a misoperation.
+func (in stepInput) harnessJudges() bool { return !in.misop && in.recovering == "" }
 
 // run executes one step: declare, converge, snapshot, stability window, oracles, record.
 func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Snapshot, error) {
@@ -417,7 +425,7 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 			rec.Availability = &AvailabilityFigure{Rate: rate, Requests: n}
 		}
 	}
-	if !in.misop && refusal == nil && (err == nil || rec.Stuck || rec.TimedOut) && len(findings) > 0 && in.kind != model.StepSeed {
+	if in.harnessJudges() && refusal == nil && (err == nil || rec.Stuck || rec.TimedOut) && len(findings) > 0 && in.kind != model.StepSeed {
 		why := misoperationWhy(rec.TimedOut, []func() string{
 			// An input the operator validates and refuses, keeping the previous
 			// state, is a misoperation it caught, not an inconsistency.
