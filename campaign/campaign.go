@@ -24,6 +24,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/internal/atomicfile"
 	"github.com/gauntlet-dev/gauntlet/model"
 	"github.com/gauntlet-dev/gauntlet/oracles"
+	"github.com/gauntlet-dev/gauntlet/reports"
 	"github.com/gauntlet-dev/gauntlet/targets"
 )
 
@@ -911,37 +912,19 @@ func collect(res *Result, recs []Record) {
 	sort.Strings(res.Covered)
 }
 
-// group groups findings by signature; bugs first, misoperations apart, each in first-seen order.
+// group sets the result's alarm groups: reports.GroupFindings's bug and
+// misoperation groups (warnings are not alarms), with their IDs — the one
+// grouping summary.json and report.html show, so their counts and alarms/ID
+// folders agree with the result's.
 func group(res *Result) {
-	bySig := map[string]*AlarmGroup{}
-	var order []*AlarmGroup
-	for _, f := range res.Findings {
-		if f.Severity == model.SeverityWarning {
+	res.Groups = nil
+	for _, g := range reports.GroupFindings(res.Findings) {
+		if g.Warning() {
 			continue
 		}
-		key := f.Signature
-		if f.Misoperation {
-			key += "/misoperation"
-		}
-		g := bySig[key]
-		if g == nil {
-			g = &AlarmGroup{Signature: f.Signature, Oracle: f.Oracle, Summary: f.Summary, Misoperation: f.Misoperation}
-			if f.Misoperation && f.Cause != "" {
-				g.Oracle, g.Summary = "misoperation", f.Cause
-			}
-			bySig[key] = g
-			order = append(order, g)
-		}
-		g.Findings = append(g.Findings, f)
-		if len(g.Steps) == 0 || g.Steps[len(g.Steps)-1] != f.Step {
-			g.Steps = append(g.Steps, f.Step)
-		}
+		res.Groups = append(res.Groups, &AlarmGroup{ID: g.ID, Signature: g.Signature, Oracle: g.Oracle, Summary: g.Summary,
+			Misoperation: g.Misoperation, Steps: g.Steps, Findings: g.Findings})
 	}
-	sort.SliceStable(order, func(i, j int) bool { return !order[i].Misoperation && order[j].Misoperation })
-	for i, g := range order {
-		g.ID = i + 1
-	}
-	res.Groups = order
 }
 
 // bench computes the throughput figures: wall is this run's time, prior the

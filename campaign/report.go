@@ -62,7 +62,8 @@ func WriteReports(dir string, res *Result, oracleNames []string, goTests bool) e
 		in.Properties = append(in.Properties, reports.PropertyPlan{Path: p.Path, TestCases: p.Targeted})
 	}
 	sum := reports.Build(in)
-	// Attach reproducers (and Go tests) to the groups, matched by signature.
+	// Attach reproducers (and Go tests) to the groups: the same grouping
+	// numbered them alike.
 	for i := range sum.Alarms {
 		attachReproducer(dir, &sum.Alarms[i], res, plan, goTests)
 	}
@@ -81,11 +82,11 @@ func WriteReports(dir string, res *Result, oracleNames []string, goTests bool) e
 }
 
 // attachReproducer fills the group's reproducer fields from the campaign's group
-// with the same signature and, when asked, writes its Go test.
+// with the same ID and, when asked, writes its Go test.
 func attachReproducer(dir string, g *reports.AlarmGroup, res *Result, plan *inputgen.Plan, goTests bool) {
 	var cg *AlarmGroup
 	for _, x := range res.Groups {
-		if x.Signature == g.Signature && x.Misoperation == g.Misoperation {
+		if x.ID == g.ID {
 			cg = x
 			break
 		}

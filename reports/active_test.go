@@ -39,3 +39,21 @@ func TestResumedRates(t *testing.T) {
 		t.Errorf("without Active: %v/h over %v, want 360/h over 5m", s.TransitionsPerHour, s.RunTime())
 	}
 }
+
+// TestOlderSummaryWarnings: a summary written when warning groups sat among the
+// alarms reads back with them in Warnings, so its alarm count is the alarms'.
+func TestOlderSummaryWarnings(t *testing.T) {
+	doc := `{"format": 2, "campaignId": "c", "target": "t", "seed": 1, "started": "2026-01-02T03:00:00Z", "workers": 1,
+		"stepsPlanned": 1, "stepsDone": 1, "oracles": [],
+		"alarms": [{"signature": "a", "oracle": "consistency", "severity": "error", "summary": "s", "count": 1, "steps": ["w0/s1"]},
+		           {"signature": "w", "oracle": "apply", "severity": "warning", "summary": "refused", "count": 1, "steps": ["w0/s2"]}],
+		"misoperations": [], "coverage": {"properties": [], "covered": 0, "total": 0}, "transitionsPerHour": 0,
+		"harnessOverhead": {"steps": 0}, "timeline": []}`
+	s, err := UnmarshalSummary([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Alarms) != 1 || s.Alarms[0].Signature != "a" || len(s.Warnings) != 1 || s.Warnings[0].Signature != "w" {
+		t.Errorf("alarms %+v, warnings %+v", s.Alarms, s.Warnings)
+	}
+}

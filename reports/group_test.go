@@ -39,10 +39,23 @@ func TestGroup(t *testing.T) {
 		{
 			name: "a step counted once even when it fires twice",
 			in: []model.Finding{
-				f("health", "h-1", "w0/s2", false, W, "a"),
+				f("health", "h-1", "w0/s2", false, E, "a"),
 				f("health", "h-1", "w0/s2", false, E, "b"),
 			},
 			want: []group{{sig: "h-1", steps: []string{"w0/s2"}, count: 2, sum: "a", sev: E}},
+		},
+		{
+			name: "warnings apart from alarms, after every alarm and misoperation",
+			in: []model.Finding{
+				f("health", "h-1", "w0/s1", false, W, "a warning"),
+				f("health", "h-1", "w0/s2", false, E, "an alarm"),
+				f("health", "h-2", "w0/s3", true, E, "misop"),
+			},
+			want: []group{
+				{sig: "h-1", steps: []string{"w0/s2"}, count: 1, sum: "an alarm", sev: E},
+				{sig: "h-2", misop: true, steps: []string{"w0/s3"}, count: 1, sum: "misop", sev: E},
+				{sig: "h-1", steps: []string{"w0/s1"}, count: 1, sum: "a warning", sev: W},
+			},
 		},
 		{
 			name: "misoperations apart from bugs, after them, even with the same signature",
@@ -125,9 +138,9 @@ func TestGroupWithoutSignature(t *testing.T) {
 }
 
 func TestSplitGroups(t *testing.T) {
-	bugs, mis := SplitGroups([]AlarmGroup{{Signature: "a"}, {Signature: "b", Misoperation: true}, {Signature: "c"}})
-	if len(bugs) != 2 || bugs[1].Signature != "c" || len(mis) != 1 || mis[0].Signature != "b" {
-		t.Fatalf("SplitGroups = %v, %v", bugs, mis)
+	bugs, mis, warn := SplitGroups([]AlarmGroup{{Signature: "a"}, {Signature: "b", Misoperation: true}, {Signature: "c"}, {Signature: "d", Severity: model.SeverityWarning}})
+	if len(bugs) != 2 || bugs[1].Signature != "c" || len(mis) != 1 || mis[0].Signature != "b" || len(warn) != 1 || warn[0].Signature != "d" {
+		t.Fatalf("SplitGroups = %v, %v, %v", bugs, mis, warn)
 	}
 }
 
@@ -168,7 +181,7 @@ func TestGroupMisoperationsByCause(t *testing.T) {
 		mis("w1/s9", "health", "Ready=False (SpecRejected)", "the operator refused it: condition Ready=False (SpecRejected): bad"),
 		{Oracle: "consistency", Severity: model.SeverityError, Summary: "ignored", Signature: "consistency-x", Step: "w0/s4"},
 	}
-	bugs, misops := SplitGroups(Group(fs))
+	bugs, misops, _ := SplitGroups(Group(fs))
 	if len(bugs) != 1 || bugs[0].Signature != "consistency-x" {
 		t.Fatalf("bug groups %+v", bugs)
 	}

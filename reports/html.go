@@ -70,6 +70,7 @@ type htmlView struct {
 	Timeline []timelineRow
 	Bugs     []groupView
 	Misops   []groupView
+	Warnings []groupView
 	Time     *timeView
 }
 
@@ -274,6 +275,7 @@ func buildView(s Summary, d Details) htmlView {
 			Title: "every step the oracles judged: seeds, desired states, rollbacks, faults and differential re-runs"},
 		{Label: "alarm groups", Value: strconv.Itoa(len(s.Alarms)), Class: cond(len(s.Alarms) > 0, "bad", "good"), Href: "#alarms"},
 		{Label: "misoperation groups", Value: strconv.Itoa(len(s.Misoperations)), Class: cond(len(s.Misoperations) > 0, "warn", "good"), Href: "#misoperations"},
+		{Label: "warning groups", Value: strconv.Itoa(len(s.Warnings)), Class: cond(len(s.Warnings) > 0, "warn", ""), Href: "#warnings"},
 		{Label: "property coverage", Value: fmt.Sprintf("%d / %d (%.0f%%)", cov.Covered, cov.Total, cov.Percent()), Class: cond(cov.Covered < cov.Total, "warn", "good"), Href: "#coverage"},
 		{Label: "transitions / hour", Value: strconv.FormatFloat(s.TransitionsPerHour, 'f', 1, 64)},
 		{Label: "harness overhead p50 / p95", Value: fmt.Sprintf("%s / %s", fmtDur(s.HarnessOverhead.P50.D()), fmtDur(s.HarnessOverhead.P95.D()))},
@@ -349,14 +351,9 @@ func buildView(s Summary, d Details) htmlView {
 		v.Timeline = append(v.Timeline, r)
 	}
 	v.Chart = buildChart(s, tl)
-	occ := map[string][]model.Finding{}
-	for _, f := range d.Findings {
-		sig := f.Signature
-		if sig == "" {
-			sig = model.Signature(f.Oracle, "summary:"+f.Summary)
-		}
-		k := groupKey(f.Misoperation, sig)
-		occ[k] = append(occ[k], f)
+	occ := map[groupKey][]model.Finding{}
+	for _, g := range GroupFindings(d.Findings) {
+		occ[g.key()] = g.Findings
 	}
 	steps := map[string]TimelineEntry{}
 	for _, e := range tl {
@@ -367,6 +364,9 @@ func buildView(s Summary, d Details) htmlView {
 	}
 	for i, g := range s.Misoperations {
 		v.Misops = append(v.Misops, buildGroupView(g, i+1, "misop", occ, d.Desired, steps))
+	}
+	for i, g := range s.Warnings {
+		v.Warnings = append(v.Warnings, buildGroupView(g, i+1, "warning", occ, d.Desired, steps))
 	}
 	return v
 }
@@ -501,17 +501,13 @@ func buildTopCoverage(cov Coverage, tl []TimelineEntry) []topCoverage {
 	return out
 }
 
-func groupKey(misop bool, sig string) string {
-	return strconv.FormatBool(misop) + "\x00" + sig
-}
-
-func buildGroupView(g AlarmGroup, n int, prefix string, occ map[string][]model.Finding, desired map[string]model.Object, steps map[string]TimelineEntry) groupView {
+func buildGroupView(g AlarmGroup, n int, prefix string, occ map[groupKey][]model.Finding, desired map[string]model.Object, steps map[string]TimelineEntry) groupView {
 	gv := groupView{AlarmGroup: g, Number: n, Anchor: fmt.Sprintf("%s-%d", prefix, n), Class: cond(g.Misoperation, "misop", "bug")}
 	gv.StepLinks, gv.MoreSteps = links(g.Steps, 12)
 	for _, e := range g.Evidence {
 		gv.Evidence = append(gv.Evidence, buildEvidence(e))
 	}
-	fs := append([]model.Finding(nil), occ[groupKey(g.Misoperation, g.Signature)]...)
+	fs := append([]model.Finding(nil), occ[g.key()]...)
 	sort.SliceStable(fs, func(i, j int) bool { return compareSteps(fs[i].Step, fs[j].Step) < 0 })
 	for _, f := range fs {
 		o := occurrenceView{Step: stepLink{ID: f.Step, Href: "#" + stepAnchor(f.Step)}, Summary: f.Summary}

@@ -159,12 +159,12 @@ func Merge(ctx context.Context, out string, dirs []string, opts MergeOptions) (S
 	}
 	present := map[int]bool{}
 	var (
-		alarms, misops   []AlarmGroup
-		oracles          = map[string]*OracleCount{}
-		coverage         = map[string]*PropertyCoverage{}
-		details          Details
-		reasons, budgets []string
-		haveDetails      bool
+		alarms, misops, warnings []AlarmGroup
+		oracles                  = map[string]*OracleCount{}
+		coverage                 = map[string]*PropertyCoverage{}
+		details                  Details
+		reasons, budgets         []string
+		haveDetails              bool
 	)
 	if opts.Details != nil {
 		details.Desired = map[string]model.Object{}
@@ -214,6 +214,7 @@ func Merge(ctx context.Context, out string, dirs []string, opts MergeOptions) (S
 		}
 		alarms = mergeGroups(alarms, s.Alarms, ren)
 		misops = mergeGroups(misops, s.Misoperations, ren)
+		warnings = mergeGroups(warnings, s.Warnings, ren)
 		for _, p := range s.Coverage.Properties {
 			c := coverage[p.Path]
 			if c == nil {
@@ -255,6 +256,16 @@ func Merge(ctx context.Context, out string, dirs []string, opts MergeOptions) (S
 	m.StopReason = strings.Join(reasons, ",")
 	m.Budget = strings.Join(budgets, ",")
 	m.Alarms, m.Misoperations = sortGroups(alarms), sortGroups(misops)
+	if len(warnings) > 0 {
+		m.Warnings = sortGroups(warnings)
+	}
+	// Numbered as Group numbers a campaign's groups: bugs, then misoperations.
+	for i := range m.Alarms {
+		m.Alarms[i].ID = i + 1
+	}
+	for i := range m.Misoperations {
+		m.Misoperations[i].ID = len(m.Alarms) + i + 1
+	}
 	for _, g := range m.Alarms {
 		oracleCount(oracles, g.Oracle).Groups++
 	}
@@ -340,7 +351,7 @@ func shardWorkers(s Summary) int {
 			n = e.Worker + 1
 		}
 	}
-	for _, gs := range [][]AlarmGroup{s.Alarms, s.Misoperations} {
+	for _, gs := range [][]AlarmGroup{s.Alarms, s.Misoperations, s.Warnings} {
 		for _, g := range gs {
 			for _, id := range g.Steps {
 				see(id)

@@ -164,7 +164,7 @@ func sampleInput() BuildInput {
 			},
 		},
 		model.Finding{
-			Oracle: "consistency", Severity: model.SeverityWarning, Signature: model.Signature("consistency", "spec.service.annotations"), Step: "w0/s9",
+			Oracle: "consistency", Severity: model.SeverityError, Signature: model.Signature("consistency", "spec.service.annotations"), Step: "w0/s9",
 			Summary: "annotation value mangled: " + nasty,
 			Evidence: []model.Evidence{
 				ev("/v1/Service/gauntlet-w0/vk", "metadata.annotations[\"x/nasty\"]", nasty, nasty[:20]),

@@ -67,9 +67,12 @@ type Summary struct {
 	// that found nothing.
 	Oracles []OracleCount `json:"oracles"`
 	// Alarms are the bug groups, Misoperations the groups raised on steps that
-	// declared a misoperation; both in Group's order.
+	// declared a misoperation, Warnings what the campaign could not do (not
+	// alarms); all in Group's order. Summaries written before Warnings existed
+	// listed warning groups among Alarms: ReadSummary moves them.
 	Alarms        []AlarmGroup `json:"alarms"`
 	Misoperations []AlarmGroup `json:"misoperations"`
+	Warnings      []AlarmGroup `json:"warnings,omitempty"`
 	Coverage      Coverage     `json:"coverage"`
 	// Active is how long the campaign ran, over all its runs (a resumed
 	// campaign's Started is its last run's; the idle time between runs is not
@@ -126,6 +129,9 @@ type OracleCount struct {
 // AlarmGroup is every finding that shares a signature: one bug, however many
 // steps it failed.
 type AlarmGroup struct {
+	// ID numbers bug and misoperation groups from 1 in Group's order (the
+	// results folder's alarms/ID); warning groups have none.
+	ID        int            `json:"id,omitempty"`
 	Signature string         `json:"signature"`
 	Oracle    string         `json:"oracle"`
 	Severity  model.Severity `json:"severity"`
@@ -346,6 +352,23 @@ func UnmarshalSummary(b []byte) (Summary, error) {
 	if dec.More() {
 		return Summary{}, errors.New("decode summary: trailing data after the JSON document")
 	}
+	if s.Warnings == nil {
+		// Written before warnings had a list of their own: they sat among the alarms.
+		var alarms []AlarmGroup
+		for _, g := range s.Alarms {
+			if g.Warning() {
+				s.Warnings = append(s.Warnings, g)
+			} else {
+				alarms = append(alarms, g)
+			}
+		}
+		if s.Warnings != nil {
+			s.Alarms = alarms
+			if s.Alarms == nil {
+				s.Alarms = []AlarmGroup{}
+			}
+		}
+	}
 	return s, nil
 }
 
@@ -376,7 +399,7 @@ func normalize(s Summary) Summary {
 		s.Timeline[i].Availability = availability(s.Timeline[i].Availability)
 	}
 	s.MinAvailability = availability(s.MinAvailability)
-	for _, gs := range [][]AlarmGroup{s.Alarms, s.Misoperations} {
+	for _, gs := range [][]AlarmGroup{s.Alarms, s.Misoperations, s.Warnings} {
 		for i := range gs {
 			if gs[i].Steps == nil {
 				gs[i].Steps = []string{}
@@ -460,7 +483,7 @@ func Build(in BuildInput) Summary {
 		s.Budget = in.Budget.String()
 	}
 	groups := Group(in.Findings)
-	s.Alarms, s.Misoperations = SplitGroups(groups)
+	s.Alarms, s.Misoperations, s.Warnings = SplitGroups(groups)
 	s.Oracles = countOracles(in.Oracles, in.Findings, groups)
 	s.Timeline = buildTimeline(in.Steps, in.Findings)
 	s.Coverage = buildCoverage(in.Properties, in.Steps)

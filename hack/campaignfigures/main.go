@@ -105,7 +105,7 @@ func run(w io.Writer, dir string) error {
 	// Warning groups (a fault the back end could not inject, a desired state
 	// the API server refused) are recorded, not alarms.
 	var alarms, warnings []reports.AlarmGroup
-	for _, g := range sum.Alarms {
+	for _, g := range append(append([]reports.AlarmGroup{}, sum.Alarms...), sum.Warnings...) {
 		if g.Severity == model.SeverityWarning {
 			warnings = append(warnings, g)
 		} else {
