@@ -174,7 +174,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 
 	r := &runner{cfg: cfg, target: cfg.Target, journal: j, dir: dir, base: plan.Base, lastAppend: new(atomic.Int64), publishesGen: new(atomic.Bool),
-		budget: newBudget(began, cfg.Budget), prior: prior}
+		budget: newBudget(began, cfg.Budget), prior: prior, val: &validator{}}
 	r.oracles = append(append([]oracles.Oracle{}, cfg.Oracles...), cfg.Target.Oracles...)
 	for _, rec := range recs {
 		if rec.Type == RecCalibration {
@@ -584,7 +584,7 @@ func (r *runner) runWorker(ctx context.Context, e *env, w int, plan *inputgen.Pl
 			return fmt.Errorf("worker %d: test case %s is not in plan.json", w, cases[cur.Case])
 		}
 		if cur.State == 0 {
-			caseBase = prevD
+			caseBase = r.landOn(ctx, w, tc, prevD)
 		}
 		states, err := tc.Apply(caseBase)
 		if err != nil {
@@ -642,8 +642,9 @@ func (r *runner) runWorker(ctx context.Context, e *env, w int, plan *inputgen.Pl
 			}
 			continue
 		}
-		if !jsonEqual(rec.Current, d) {
+		if !jsonEqual(rec.Current, d) && !leftWithoutCR(in, rec) {
 			// Rejected by the API server: the system still holds D(i-1).
+			// (A refused re-creation holds nothing: it is rolled back below.)
 			cur = Cursor{Case: cur.Case + 1}
 			continue
 		}
@@ -778,7 +779,7 @@ func (r *runner) rollBack(ctx context.Context, sess *session, in stepInput, rec 
 			return nil, nil, 0, nil, err
 		}
 	}
-	if seed := sess.baselineD; back.recreate && !in.recreate && fallBackToSeed(rb, in.prevDesired, seed) {
+	if seed := sess.baselineD; back.recreate && fallBackToSeed(rb, in.prevDesired, seed) {
 		// It refused the re-creation too (CloudNativePG's webhook refused
 		// a field of D(i-1) on create): the CR is gone, and every later
 		// desired state built on D(i-1) would be refused as well.

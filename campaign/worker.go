@@ -64,6 +64,8 @@ type runner struct {
 	budget *budget
 	// prior is how long the earlier runs of a resumed campaign ran.
 	prior time.Duration
+	// val validates test cases on the state they land on (nil for replays).
+	val *validator
 }
 
 // session is one namespace in which desired states are declared in sequence.
@@ -376,7 +378,9 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 			Evidence:  []model.Evidence{{Detail: refusal.Error()}},
 		})
 		rec.Current = in.prevDesired
-		if retriedLater(in, s.baselineD) {
+		if retriedLater(in, s.baselineD) || (in.recreate && in.kind != model.StepRollback) {
+			// (A refused re-creation of a test case left no CR, by the
+			// harness's own delete: its rollback re-creates D(i-1) and is judged.)
 			in.noJudge = true
 		}
 	}
@@ -670,4 +674,13 @@ func jsonEqual(a, b any) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
+}
+
+// leftWithoutCR reports whether step in, which ended in rec, left the session
+// with no custom resource: a re-creation (the CR deleted, then D created) the
+// API server refused. The worker must re-create D(i-1) (the seed when that is
+// refused too, see rollBack) before the next test case, which would otherwise
+// build the system from scratch instead of testing a change.
+func leftWithoutCR(in stepInput, rec *StepRecord) bool {
+	return in.recreate && !jsonEqual(rec.Current, in.desired)
 }

@@ -609,6 +609,9 @@ func (c *Consistency) judge(t *model.Transition, p property, ix *stateIndex, fs 
 			if ix.anyChange || len(ix.reflecting(p, key, true)) > 0 {
 				return
 			}
+			if (!p.hasPrev || isEmpty(p.prev)) && ix.alreadyHeld(p, key) {
+				return
+			}
 			c.report(t, p, ix, fs, "set", fmt.Sprintf("%s changed to %v but no object of the state changed", p.path, b), nil)
 			return
 		}
@@ -719,6 +722,29 @@ func (ix *stateIndex) reflecting(p property, key string, affinityOnly bool) []*n
 		}
 	}
 	return out
+}
+
+// alreadyHeld reports whether the fields a newly set property maps to held
+// its value already, before the step and after it: at least one state field
+// named like it (affinity) holds the desired value, and every such field
+// does, in both states. Setting an operator's default explicitly changes
+// nothing and is consistent, whoever set the value first (bundled operator,
+// 6 workers: containerSecurityContext.readOnlyRootFilesystem set to true,
+// its default, was "changed to true but no object of the state changed"
+// while the StatefulSet and pods held true).
+func (ix *stateIndex) alreadyHeld(p property, key string) bool {
+	held := false
+	for _, n := range ix.nodes {
+		if affinity(p.path, n.path) == 0 {
+			continue
+		}
+		ok, _ := matchValue(p.des, key, n.val)
+		if !ok || !ix.prevMatches(n, p.des, key) {
+			return false
+		}
+		held = true
+	}
+	return held
 }
 
 // becameExactly reports whether a list field that holds the desired list

@@ -676,3 +676,47 @@ func TestConsistencyDefaults(t *testing.T) {
 		})
 	}
 }
+
+// TestConsistencyDefaultSetExplicitly is the bundled operator at 6 workers,
+// seed 1: containerSecurityContext.readOnlyRootFilesystem set to true, the
+// operator's default, was "changed to true but no object of the state
+// changed" while the StatefulSet and its pods held true before and after. A
+// desired value the mapped fields already hold is consistent; one they do
+// not hold (false everywhere) is still reported.
+func TestConsistencyDefaultSetExplicitly(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		held bool
+		want int
+	}{
+		{"the state holds it already", true, 0},
+		{"the state holds the opposite", false, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			prev, curr := loadSnapshot(t, "s0"), loadSnapshot(t, "s0")
+			for _, s := range []*model.Snapshot{prev, curr} {
+				for key, o := range s.Objects {
+					var cs []any
+					switch {
+					case strings.Contains(key, "/StatefulSet/gauntlet-w0/cache"):
+						cs, _ = mapAt(o, "spec", "template", "spec")["containers"].([]any)
+					case strings.Contains(key, "/Pod/gauntlet-w0/cache-"):
+						cs, _ = mapAt(o, "spec")["containers"].([]any)
+					}
+					for _, c := range cs {
+						c.(map[string]any)["securityContext"] = map[string]any{"readOnlyRootFilesystem": tt.held}
+					}
+				}
+			}
+			prevD := desiredOf(prev)
+			d := jsonv.CopyMap(prevD)
+			setIn(t, d, "spec.containerSecurityContext", map[string]any{"readOnlyRootFilesystem": true})
+			curr.CRObject()["spec"] = jsonv.Copy(d["spec"])
+			tr := &model.Transition{Step: step(model.StepApply, "spec.containerSecurityContext"), PrevDesired: prevD, Desired: d, Prev: prev, Curr: curr}
+			fs := run(NewConsistency(Config{}), tr)
+			if len(fs) != tt.want {
+				t.Fatalf("%d findings, want %d: %v", len(fs), tt.want, fs)
+			}
+		})
+	}
+}
