@@ -464,3 +464,35 @@ func TestRecoveryAdmittedPullSecrets(t *testing.T) {
 		t.Errorf("a pull secret the account does not list: %v", fs)
 	}
 }
+
+// TestRecoveryRoleMoved: the third-party operator's night 2 and the bundled
+// operator alike — the operator failed over before rolling the primary back,
+// so after the rollback cache-1 is primary where cache-0 was. Which pod leads
+// is history, not state: the role labels, the CR's status.primary, its
+// conditions' messages and the client Service's endpoint all name another
+// member of the same set, and that is a recovery. A role that vanished (no
+// primary at all) is still a failure.
+func TestRecoveryRoleMoved(t *testing.T) {
+	const role = `metadata.labels["valkey.gauntlet.dev/role"]`
+	moved := func(t *testing.T, s *model.Snapshot) {
+		set(t, s, "Pod/cache-0", role, "replica")
+		set(t, s, "Pod/cache-1", role, "primary")
+		set(t, s, "ValkeyCluster/cache", "status.primary", "cache-1")
+		set(t, s, "ValkeyCluster/cache", "status.conditions[0].message", "3 of 3 pods in sync with primary cache-1")
+		set(t, s, "ValkeyCluster/cache", "status.conditions[1].message", "cache-1 reports role master")
+		set(t, s, "EndpointSlice/cache-h8s4k", "endpoints[0].targetRef.name", "cache-1")
+	}
+	before := loadSnapshot(t, "s0")
+	curr := loadSnapshot(t, "s0")
+	moved(t, curr)
+	if fs := run(NewRecovery(Config{}), &model.Transition{Step: step(model.StepRollback, "spec.replicas"), Prev: curr, Curr: curr, Reference: before}); len(fs) != 0 {
+		t.Fatalf("a moved primary is a recovery, got %d findings: %v", len(fs), fs)
+	}
+	lost := loadSnapshot(t, "s0")
+	moved(t, lost)
+	set(t, lost, "Pod/cache-1", role, "replica")
+	fs := run(NewRecovery(Config{}), &model.Transition{Step: step(model.StepRollback, "spec.replicas"), Prev: lost, Curr: lost, Reference: before})
+	if len(fs) == 0 {
+		t.Fatal("no primary left after the rollback must fail recovery")
+	}
+}
