@@ -32,7 +32,10 @@ func TestMain(m *testing.M) {
 
 type testWriter struct{ t *testing.T }
 
-func (w testWriter) Write(p []byte) (int, error) { w.t.Log(strings.TrimRight(string(p), "\n")); return len(p), nil }
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
 
 // TestE2EKubeconfigBackEnd runs a short clean campaign of the bundled Valkey
 // operator with --backend kubeconfig on an embedded cluster that the campaign

@@ -89,8 +89,22 @@ func (p Provider) Check() error {
 	return err
 }
 
-// recordsDir is the folder of the views recorded under root.
-func recordsDir(root string) string { return filepath.Join(hoststate.StateRoot(root), BackendName) }
+// recordsDir is the folder of the views recorded under root. A user other
+// than root, who can use an existing cluster but not write the default state
+// root, records views in $XDG_STATE_HOME/gauntlet (~/.local/state/gauntlet)
+// unless a state root is given.
+func recordsDir(root string) string {
+	if root == "" && os.Getenv(hoststate.EnvStateDir) == "" && os.Geteuid() != 0 {
+		base := os.Getenv("XDG_STATE_HOME")
+		if home, err := os.UserHomeDir(); base == "" && err == nil {
+			base = filepath.Join(home, ".local", "state")
+		}
+		if base != "" {
+			return filepath.Join(base, "gauntlet", BackendName)
+		}
+	}
+	return filepath.Join(hoststate.StateRoot(root), BackendName)
+}
 
 // restConfig loads the kubeconfig at path (a list of files, as $KUBECONFIG may
 // hold, is merged as kubectl merges it).
