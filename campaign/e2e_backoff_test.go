@@ -1,0 +1,86 @@
+package campaign
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gauntlet-dev/gauntlet/capacity"
+	"github.com/gauntlet-dev/gauntlet/internal/testenv"
+)
+
+// END-TO-END, CPU-BURNING: a short campaign of two workers runs beside busy
+// processes that keep every core saturated (one per core, at the test's own
+// priority, so that the campaign gets about half the CPU). The capacity gate must engage
+// (an iteration held back while the host was saturated) and no step may time
+// out or get stuck: a loaded host slows the campaign down instead of raising
+// timing alarms. It saturates the machine while it runs; run it alone.
+func TestE2EBackoffBesideCPUBurner(t *testing.T) {
+	testenv.SkipShort(t)
+	state := t.TempDir()
+	out := filepath.Join(t.TempDir(), "results")
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg, err := resumeConfig(out, state, log)
+	if err != nil {
+		testenv.Unavailable(t, "%v", err)
+	}
+	cfg.Workers, cfg.MaxSteps, cfg.CaseFilter = 2, 6, nil
+	proc := capacity.Proc{CPUs: runtime.NumCPU()}
+	total, _, err := proc.Memory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Gate = capacity.NewGate(proc.Sample, capacity.DefaultThresholds(total), time.Second, log)
+
+	// The burner: busy shells, stopped with their process group.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for range runtime.NumCPU() {
+		cmd := exec.CommandContext(ctx, "sh", "-c", "while :; do :; done")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("start the CPU burner: %v", err)
+		}
+		t.Cleanup(func() { _ = cmd.Wait() })
+	}
+	t.Cleanup(cancel) // before the Waits above (cleanups run last first)
+	// Let the ten-second pressure average see the burner.
+	time.Sleep(12 * time.Second)
+	if s, err := proc.Sample(); err == nil {
+		t.Logf("host beside the burner: CPU pressure %.0f%% (PSI %v), load %.1f on %d cores", s.CPUSome, s.HasPSI, s.Load1, s.CPUs)
+	}
+
+	t0 := time.Now()
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("campaign beside the burner: %v", err)
+	}
+	t.Logf("campaign: %d of %d desired-state steps, %d transitions in %s; back-off held %d iterations for %.1f s",
+		res.Done, res.Planned, res.Bench.Transitions, time.Since(t0).Round(time.Second), res.Bench.BackoffWaits, res.Bench.BackoffSeconds)
+	if res.Bench.BackoffWaits == 0 {
+		t.Error("the gate never held an iteration back on a saturated host")
+	}
+	if res.Done != res.Planned {
+		t.Errorf("done %d of %d planned desired-state steps", res.Done, res.Planned)
+	}
+	for _, s := range res.Steps {
+		if s.Unconverged() {
+			t.Errorf("step %s did not converge beside the burner (timed out %v, stuck %v)", s.ID(), s.TimedOut, s.Stuck)
+		}
+		for _, f := range s.Findings {
+			if f.Oracle == "convergence" || f.Oracle == "stuck" {
+				t.Errorf("timing alarm on %s: %s: %s", s.ID(), f.Oracle, f.Summary)
+			}
+		}
+	}
+	for _, g := range res.Groups {
+		t.Logf("alarm group (not a timing alarm): %s: %s", g.Oracle, g.Summary)
+	}
+}
