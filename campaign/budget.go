@@ -3,6 +3,8 @@ package campaign
 import (
 	"sync"
 	"time"
+
+	"github.com/gauntlet-dev/gauntlet/model"
 )
 
 // budget decides whether a worker may start its next test-case iteration
@@ -20,7 +22,7 @@ type budget struct {
 	mu      sync.Mutex
 	total   time.Duration // of the observed iterations
 	n       int
-	stopped string
+	stopped model.StopReason
 }
 
 // newBudget starts the clock of limit (0: no limit) at began.
@@ -76,7 +78,7 @@ func (b *budget) mayStart(now time.Time) bool {
 }
 
 // stop records why the campaign stops (the first reason wins).
-func (b *budget) stop(why string) {
+func (b *budget) stop(why model.StopReason) {
 	b.mu.Lock()
 	if b.stopped == "" {
 		b.stopped = why
@@ -85,7 +87,7 @@ func (b *budget) stop(why string) {
 }
 
 // reason is why the campaign stopped, "" while it has not.
-func (b *budget) reason() string {
+func (b *budget) reason() model.StopReason {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.stopped

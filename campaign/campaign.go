@@ -181,7 +181,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			r.masks = rec.Masks
 		}
 	}
-	res := &Result{Dir: dir, Target: cfg.Target.Name, Seed: cfg.Seed, Workers: cfg.Workers, Started: began.UTC(), Planned: start.Planned, Budget: cfg.Budget,
+	res := &Result{Dir: dir, Target: cfg.Target.Name, Seed: cfg.Seed, Workers: cfg.Workers, Started: began.UTC(), Planned: start.Planned, Budget: model.Budget(cfg.Budget),
 		Shard: start.Shard}
 
 	// Clusters: one per worker (or one shared), torn down at the end.

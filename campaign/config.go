@@ -177,9 +177,9 @@ type Result struct {
 	// Stopped says why the campaign ended before its plan was done (StopBudget,
 	// StopSignal); empty when it ran to the end. A stopped campaign's journal
 	// has no end record: Resume continues it.
-	Stopped string `json:"stopped,omitempty"`
+	Stopped model.StopReason `json:"stopped,omitempty"`
 	// Budget is Config.Budget, when one was set.
-	Budget time.Duration `json:"budget,omitempty"`
+	Budget model.Budget `json:"budget,omitempty"`
 	// Shard is the slice of the plan the campaign ran (nil: the whole plan).
 	Shard *Shard `json:"shard,omitempty"`
 	// Simulated lists the containers that ran simulated (Running and Ready without
@@ -190,8 +190,8 @@ type Result struct {
 
 // Why a campaign stopped early (Result.Stopped).
 const (
-	StopBudget = "budget"
-	StopSignal = "signal"
+	StopBudget = model.StopBudget
+	StopSignal = model.StopSignal
 )
 
 // Alarms counts the bug groups (misoperations excluded).

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
+	"github.com/gauntlet-dev/gauntlet/model"
 	"github.com/gauntlet-dev/gauntlet/reports"
 )
 
@@ -100,7 +101,7 @@ func TestE2EStopBySignalOrBudgetThenResume(t *testing.T) {
 
 // checkPartial checks the reports of a campaign stopped for why and returns
 // the desired-state steps its journal holds.
-func checkPartial(t *testing.T, out, jpath, why string) int {
+func checkPartial(t *testing.T, out, jpath string, why model.StopReason) int {
 	t.Helper()
 	for _, f := range []string{"summary.json", reports.JUnitFile, "report.html", "result.json"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {

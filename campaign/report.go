@@ -37,7 +37,7 @@ func WriteReports(dir string, res *Result, oracleNames []string, goTests bool) e
 		Oracles:      oracleNames,
 		Findings:     res.Findings,
 		Stopped:      res.Stopped,
-		Budget:       res.Budget,
+		Budget:       res.Budget.D(),
 		Active:       time.Duration(res.Bench.ActiveSeconds * float64(time.Second)),
 		Shard:        res.Shard.report(),
 

@@ -622,7 +622,9 @@ func TestWriteGoTestErrors(t *testing.T) {
 		{"no seed", func(r *Reproducer) { r.Seed = nil }, "no seed", nil},
 		{"no namespace", func(r *Reproducer) { r.Namespace = "" }, "namespace", nil},
 		{"no kind", func(r *Reproducer) { r.CRD.Kind = "" }, "kind", nil},
-		{"nameless CR", func(r *Reproducer) { r.Steps = []replay.Step{{Kind: model.StepApply, Desired: model.Object{"spec": map[string]any{}}}} }, "step 1: desired state has no metadata.name", nil},
+		{"nameless CR", func(r *Reproducer) {
+			r.Steps = []replay.Step{{Kind: model.StepApply, Desired: model.Object{"spec": map[string]any{}}}}
+		}, "step 1: desired state has no metadata.name", nil},
 		{"unknown fault", func(r *Reproducer) {
 			r.Steps = []replay.Step{{Kind: model.StepFault, Desired: r.Seed, Fault: &replay.FaultPlan{Kind: "meteor", Role: "pod"}}}
 		}, `step 1: unknown fault kind "meteor"`, nil},

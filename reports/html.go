@@ -385,8 +385,6 @@ func buildRun(s Summary) runView {
 	b, hasBudget := budgetOf(s)
 	if hasBudget {
 		r.Budget = fmtBudget(b)
-	} else {
-		r.Budget = s.Budget // unparsable: shown as written
 	}
 	if d := s.RunTime(); d > 0 {
 		r.Used = fmtDur(d)
@@ -402,7 +400,7 @@ func buildRun(s Summary) runView {
 	case s.StopReason == "signal":
 		r.Stopped = "stopped by a signal (SIGINT or SIGTERM)"
 	case s.StopReason != "":
-		r.Stopped = "stopped early (" + s.StopReason + ")"
+		r.Stopped = "stopped early (" + string(s.StopReason) + ")"
 	default:
 		r.Stopped = "stopped early"
 	}

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/net/html/atom"
 
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
+	"github.com/gauntlet-dev/gauntlet/model"
 )
 
 // pwn would mark the page if any campaign string were rendered as markup.
@@ -40,7 +41,7 @@ func goldenSummary(t *testing.T) Summary {
 	s.Target = "valkey " + pwn
 	// Stopped by a 12-minute budget: the banner, the budget card and the
 	// chart's budget line show.
-	s.Partial, s.StopReason, s.Budget = true, "budget", (12 * time.Minute).String()
+	s.Partial, s.StopReason, s.Budget = true, model.StopBudget, model.Budget(12*time.Minute)
 	s.Alarms[1].Summary += pwn
 	s.Alarms[1].Evidence[0].Detail = pwn
 	s.Alarms[1].Reproducer = "alarms/2" + pwn

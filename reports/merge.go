@@ -13,7 +13,6 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/model"
@@ -60,10 +59,10 @@ type MergedShard struct {
 	FirstWorker int `json:"firstWorker"`
 	Workers     int `json:"workers"`
 	// StepsPlanned, StepsDone, Partial and StopReason are the shard's own.
-	StepsPlanned int    `json:"stepsPlanned"`
-	StepsDone    int    `json:"stepsDone"`
-	Partial      bool   `json:"partial,omitempty"`
-	StopReason   string `json:"stopReason,omitempty"`
+	StepsPlanned int              `json:"stepsPlanned"`
+	StepsDone    int              `json:"stepsDone"`
+	Partial      bool             `json:"partial,omitempty"`
+	StopReason   model.StopReason `json:"stopReason,omitempty"`
 }
 
 // ShardsDir is the folder of a merged results folder that holds each shard's
@@ -163,7 +162,6 @@ func Merge(ctx context.Context, out string, dirs []string, opts MergeOptions) (S
 		oracles                  = map[string]*OracleCount{}
 		coverage                 = map[string]*PropertyCoverage{}
 		details                  Details
-		reasons, budgets         []string
 		haveDetails              bool
 	)
 	if opts.Details != nil {
@@ -200,9 +198,11 @@ func Merge(ctx context.Context, out string, dirs []string, opts MergeOptions) (S
 		m.SimulatedContainers = append(m.SimulatedContainers, s.SimulatedContainers...)
 		if s.Partial {
 			m.Partial = true
-			reasons = appendNew(reasons, s.StopReason)
+			if m.StopReason == "" || s.StopReason == model.StopSignal {
+				m.StopReason = s.StopReason // a signal wins: it stopped the run, not the plan
+			}
 		}
-		budgets = appendNew(budgets, s.Budget)
+		m.Budget = max(m.Budget, s.Budget) // shards run side by side: the longest bounds them
 		for _, o := range s.Oracles {
 			c := oracles[o.Oracle]
 			if c == nil {
@@ -253,8 +253,6 @@ func Merge(ctx context.Context, out string, dirs []string, opts MergeOptions) (S
 			m.Merged.Missing = append(m.Merged.Missing, k)
 		}
 	}
-	m.StopReason = strings.Join(reasons, ",")
-	m.Budget = strings.Join(budgets, ",")
 	m.Alarms, m.Misoperations = sortGroups(alarms), sortGroups(misops)
 	if len(warnings) > 0 {
 		m.Warnings = sortGroups(warnings)
@@ -452,13 +450,6 @@ func oracleCount(by map[string]*OracleCount, name string) *OracleCount {
 		by[name] = c
 	}
 	return c
-}
-
-func appendNew(s []string, v string) []string {
-	if v == "" || slices.Contains(s, v) {
-		return s
-	}
-	return append(s, v)
 }
 
 // emptyDir creates dir, or accepts it when it exists and is empty.

@@ -34,7 +34,7 @@ func (d shardDir) write(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	in := BuildInput{CampaignID: filepath.Base(dir), Target: d.target, Seed: d.seed, Started: d.started, Finished: d.started.Add(time.Hour),
-		Workers: d.workers, StepsPlanned: len(d.steps) + 1, Oracles: []string{"consistency", "health"}, Findings: d.findings, Stopped: d.stopped,
+		Workers: d.workers, StepsPlanned: len(d.steps) + 1, Oracles: []string{"consistency", "health"}, Findings: d.findings, Stopped: model.StopReason(d.stopped),
 		Shard: d.shard, SimulatedContainers: d.simulated, Properties: []PropertyPlan{{Path: "spec.a", TestCases: []string{"tc-a"}}, {Path: "spec.b", TestCases: []string{"tc-b"}}, {Path: "spec.c", TestCases: []string{"tc-c"}}}}
 	for _, s := range d.steps {
 		in.Steps = append(in.Steps, StepRecord{Step: s, Overhead: 100 * time.Millisecond})

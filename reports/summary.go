@@ -54,9 +54,9 @@ type Summary struct {
 	// Partial is set when the campaign stopped before its plan was done, for
 	// StopReason ("budget": its --budget ran out; "signal": SIGINT or SIGTERM);
 	// `gauntlet run --resume` continues it. Budget is the time limit, if any.
-	Partial    bool   `json:"partial,omitempty"`
-	StopReason string `json:"stopReason,omitempty"`
-	Budget     string `json:"budget,omitempty"`
+	Partial    bool             `json:"partial,omitempty"`
+	StopReason model.StopReason `json:"stopReason,omitempty"`
+	Budget     model.Budget     `json:"budget,omitempty"`
 	// Shard is the slice of the plan a sharded campaign ran (absent: the whole
 	// plan); Merged is set instead on a summary Merge joined from shards. Both
 	// are optional additions to format 2: an unsharded campaign's summary is
@@ -444,7 +444,7 @@ type BuildInput struct {
 	Properties []PropertyPlan
 	// Stopped says why the campaign ended before its plan was done ("budget",
 	// "signal"); Budget is its time limit, if any.
-	Stopped string
+	Stopped model.StopReason
 	Budget  time.Duration
 	// Shard is the slice of the plan the campaign ran (nil: the whole plan).
 	Shard *Shard
@@ -479,9 +479,7 @@ func Build(in BuildInput) Summary {
 		s.Shard = &sh
 	}
 	s.SimulatedContainers = append([]SimulatedContainer(nil), in.SimulatedContainers...)
-	if in.Budget > 0 {
-		s.Budget = in.Budget.String()
-	}
+	s.Budget = model.Budget(in.Budget)
 	groups := Group(in.Findings)
 	s.Alarms, s.Misoperations, s.Warnings = SplitGroups(groups)
 	s.Oracles = countOracles(in.Oracles, in.Findings, groups)

@@ -670,17 +670,8 @@ func fmtMin(d time.Duration) string {
 	return strconv.FormatFloat(math.Round(d.Minutes()*10)/10, 'f', -1, 64) + "m"
 }
 
-// budgetOf parses Summary.Budget (time.Duration's String form).
-func budgetOf(s Summary) (time.Duration, bool) {
-	if s.Budget == "" {
-		return 0, false
-	}
-	d, err := time.ParseDuration(s.Budget)
-	if err != nil || d <= 0 {
-		return 0, false
-	}
-	return d, true
-}
+// budgetOf is Summary.Budget, when there is one.
+func budgetOf(s Summary) (time.Duration, bool) { return s.Budget.D(), s.Budget > 0 }
 
 // fmtBudget writes a budget as people give it: "40m", "1h30m", "90s" → "1m30s".
 func fmtBudget(d time.Duration) string {

@@ -412,7 +412,11 @@ func TestPartialBanner(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := sampleSummary()
-			s.Partial, s.StopReason, s.Budget = tc.partial, tc.reason, tc.budget
+			budget, _ := time.ParseDuration(tc.budget)
+			if tc.budget == "" {
+				budget = 0
+			}
+			s.Partial, s.StopReason, s.Budget = tc.partial, model.StopReason(tc.reason), model.Budget(budget)
 			doc, _ := renderDoc(t, s)
 			checkPartial(t, doc, s)
 			b := byID(doc, "partial")

@@ -95,9 +95,9 @@ func run(w io.Writer, dir string) error {
 	sort.Strings(missing)
 	status := "complete"
 	if sum.Partial {
-		status = "partial (stopped by " + sum.StopReason + ")"
+		status = "partial (stopped by " + string(sum.StopReason) + ")"
 	}
-	fmt.Fprintf(w, "campaign %s: seed %d, %d workers, %s in %s (budget %s)\n", sum.CampaignID, sum.Seed, sum.Workers, status, wall.Round(time.Second), orNone(sum.Budget))
+	fmt.Fprintf(w, "campaign %s: seed %d, %d workers, %s in %s (budget %s)\n", sum.CampaignID, sum.Seed, sum.Workers, status, wall.Round(time.Second), orNone(sum.Budget.String()))
 	fmt.Fprintf(w, "  desired-state steps:  %d (%.0f per hour)\n", desired, float64(desired)/wall.Hours())
 	fmt.Fprintf(w, "  transitions:          %d (%.0f per hour)\n", sum.StepsDone, float64(sum.StepsDone)/wall.Hours())
 	fmt.Fprintf(w, "  timed-out steps:      %d (slowest convergence %s)\n", timedOut, slowest.Round(time.Second))
