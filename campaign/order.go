@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gauntlet-dev/gauntlet/inputgen"
+	"github.com/gauntlet-dev/gauntlet/reports"
 )
 
 // Case orders (Config.Order).
@@ -153,10 +154,7 @@ func isRemoval(tc *inputgen.TestCase) bool {
 }
 
 // HeldBack is a test case the breadth order runs late, with why.
-type HeldBack struct {
-	ID     string `json:"id"`
-	Reason string `json:"reason"`
-}
+type HeldBack = reports.HeldBack
 
 // HeldBackCases lists the cases the breadth order holds back to its end:
 // those asking for more pods than the test cluster holds (they run once, as

@@ -55,12 +55,19 @@ func WriteReports(dir string, res *Result, oracleNames []string, goTests bool) e
 		in.Steps = append(in.Steps, rec)
 		desired[s.ID()] = s.Desired
 	}
+	effective := map[string][]string{} // property -> test cases changing its effective value
+	for _, tc := range plan.TestCases {
+		for _, p := range tc.Effective {
+			effective[p] = append(effective[p], tc.ID)
+		}
+	}
 	for _, p := range plan.Properties {
 		if p.Pinned {
 			continue // no valid change exists: never coverable, not counted
 		}
-		in.Properties = append(in.Properties, reports.PropertyPlan{Path: p.Path, TestCases: p.Targeted})
+		in.Properties = append(in.Properties, reports.PropertyPlan{Path: p.Path, TestCases: p.Targeted, Effective: effective[p.Path]})
 	}
+	in.HeldBack = HeldBackCases(plan, plan.TestCases)
 	sum := reports.Build(in)
 	// Attach reproducers (and Go tests) to the groups: the same grouping
 	// numbered them alike.

@@ -276,10 +276,17 @@ func buildView(s Summary, d Details) htmlView {
 		{Label: "alarm groups", Value: strconv.Itoa(len(s.Alarms)), Class: cond(len(s.Alarms) > 0, "bad", "good"), Href: "#alarms"},
 		{Label: "misoperation groups", Value: strconv.Itoa(len(s.Misoperations)), Class: cond(len(s.Misoperations) > 0, "warn", "good"), Href: "#misoperations"},
 		{Label: "warning groups", Value: strconv.Itoa(len(s.Warnings)), Class: cond(len(s.Warnings) > 0, "warn", ""), Href: "#warnings"},
-		{Label: "property coverage", Value: fmt.Sprintf("%d / %d (%.0f%%)", cov.Covered, cov.Total, cov.Percent()), Class: cond(cov.Covered < cov.Total, "warn", "good"), Href: "#coverage"},
+		{Label: "property coverage", Value: fmt.Sprintf("%d / %d (%.0f%%), %d effectively changed", cov.Covered, cov.Total, cov.Percent(), cov.Effective), Class: cond(cov.Covered < cov.Total, "warn", "good"), Href: "#coverage"},
 		{Label: "transitions / hour", Value: strconv.FormatFloat(s.TransitionsPerHour, 'f', 1, 64)},
 		{Label: "harness overhead p50 / p95", Value: fmt.Sprintf("%s / %s", fmtDur(s.HarnessOverhead.P50.D()), fmtDur(s.HarnessOverhead.P95.D()))},
 		{Label: "workers", Value: strconv.Itoa(s.Workers)},
+	}
+	if n := len(s.HeldBack); n > 0 {
+		why := make([]string, n)
+		for i, h := range s.HeldBack {
+			why[i] = h.ID + ": " + h.Reason
+		}
+		v.Stats = append(v.Stats, stat{Label: "cases held back to the end", Value: strconv.Itoa(n), Class: "warn", Title: strings.Join(why, "\n")})
 	}
 	if s.Shard != nil {
 		v.Stats = append(v.Stats, stat{Label: "shard", Value: s.Shard.String(), Title: "one slice of the campaign's plan (gauntlet run --shard); gauntlet merge joins the shards' results"})

@@ -223,6 +223,7 @@ func Merge(ctx context.Context, out string, dirs []string, opts MergeOptions) (S
 			}
 			c.TestCases = append(c.TestCases, p.TestCases...)
 			c.Steps = append(c.Steps, ren.ids(p.Steps)...)
+			c.Effective = c.Effective || p.Effective
 		}
 		for _, e := range s.Timeline {
 			e.Worker += next
@@ -279,6 +280,9 @@ func Merge(ctx context.Context, out string, dirs []string, opts MergeOptions) (S
 		sort.SliceStable(c.Steps, func(i, j int) bool { return compareSteps(c.Steps[i], c.Steps[j]) < 0 })
 		if c.Covered() {
 			m.Coverage.Covered++
+		}
+		if c.Effective {
+			m.Coverage.Effective++
 		}
 		m.Coverage.Properties = append(m.Coverage.Properties, *c)
 	}

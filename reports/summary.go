@@ -79,6 +79,9 @@ type Summary struct {
 	// counted); absent in summaries written before it existed, where Finished
 	// minus Started stands in.
 	Active Duration `json:"active,omitempty"`
+	// HeldBack lists the test cases the breadth order held back to the end of
+	// the campaign (beyond the test cluster's capacity), with why.
+	HeldBack []HeldBack `json:"heldBack,omitempty"`
 	// TransitionsPerHour is StepsDone over Active.
 	TransitionsPerHour float64 `json:"transitionsPerHour"`
 	// HarnessOverhead is the harness's own time per step beyond the operator's
@@ -224,6 +227,9 @@ func (e TimelineEntry) ID() string {
 type Coverage struct {
 	Total   int `json:"total"`
 	Covered int `json:"covered"`
+	// Effective counts the covered properties whose effective value an executed
+	// step changed (not set to its default or to what it already was).
+	Effective int `json:"effective"`
 	// Properties are sorted by path.
 	Properties []PropertyCoverage `json:"properties"`
 }
@@ -242,6 +248,8 @@ type PropertyCoverage struct {
 	Path      string   `json:"path"`
 	TestCases []string `json:"testCases,omitempty"`
 	Steps     []string `json:"steps,omitempty"`
+	// Effective is true once an executed step changed the property's effective value.
+	Effective bool `json:"effective,omitempty"`
 }
 
 // Covered reports whether a step changed the property.
@@ -422,10 +430,18 @@ type StepRecord struct {
 	Requests     int
 }
 
+// HeldBack is a test case the campaign's order runs last, and why.
+type HeldBack struct {
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
+}
+
 // PropertyPlan is one CR property the plan meant to change, with its test cases.
 type PropertyPlan struct {
 	Path      string
 	TestCases []string
+	// Effective lists the test cases that change the property's effective value.
+	Effective []string
 }
 
 // BuildInput is what a campaign recorded; Build derives a Summary from it.
@@ -442,6 +458,8 @@ type BuildInput struct {
 	Steps      []StepRecord
 	Findings   []model.Finding
 	Properties []PropertyPlan
+	// HeldBack are the test cases the order held back to the end (Summary.HeldBack).
+	HeldBack []HeldBack
 	// Stopped says why the campaign ended before its plan was done ("budget",
 	// "signal"); Budget is its time limit, if any.
 	Stopped model.StopReason
@@ -485,6 +503,7 @@ func Build(in BuildInput) Summary {
 	s.Oracles = countOracles(in.Oracles, in.Findings, groups)
 	s.Timeline = buildTimeline(in.Steps, in.Findings)
 	s.Coverage = buildCoverage(in.Properties, in.Steps)
+	s.HeldBack = in.HeldBack
 	s.Active = Duration(in.Active)
 	if in.Active <= 0 && !in.Finished.IsZero() && in.Finished.After(in.Started) {
 		s.Active = Duration(in.Finished.Sub(in.Started))
@@ -669,6 +688,12 @@ func buildCoverage(props []PropertyPlan, steps []StepRecord) Coverage {
 		}
 		pc.TestCases = append(pc.TestCases, p.TestCases...)
 	}
+	effective := map[string][]*PropertyCoverage{}
+	for _, p := range props {
+		for _, tc := range p.Effective {
+			effective[tc] = append(effective[tc], byPath[p.Path])
+		}
+	}
 	byCase := map[string][]*PropertyCoverage{}
 	for _, pc := range byPath {
 		pc.TestCases = sortedUnique(pc.TestCases)
@@ -697,11 +722,17 @@ func buildCoverage(props []PropertyPlan, steps []StepRecord) Coverage {
 		for pc := range hit {
 			pc.Steps = append(pc.Steps, st.ID())
 		}
+		for _, pc := range effective[st.TestCase] {
+			pc.Effective = true
+		}
 	}
 	cov := Coverage{Total: len(byPath), Properties: make([]PropertyCoverage, 0, len(byPath))}
 	for _, pc := range byPath {
 		if pc.Covered() {
 			cov.Covered++
+		}
+		if pc.Effective {
+			cov.Effective++
 		}
 		cov.Properties = append(cov.Properties, *pc)
 	}

@@ -364,3 +364,45 @@ func TestOverheadStats(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildEffectiveCoverage checks the second coverage figure: a property
+// counts as effectively changed only when an executed step's test case changes
+// its effective value (naming it, e.g. setting its default, is not enough).
+func TestBuildEffectiveCoverage(t *testing.T) {
+	in := sampleInput()
+	for i := range in.Properties {
+		switch in.Properties[i].Path {
+		case "spec.image":
+			in.Properties[i].Effective = []string{"image-8.0"}
+		case "spec.exporter.enabled":
+			// exporter-on ran; exporter-off only set the default.
+			in.Properties[i].Effective = []string{"exporter-on"}
+		case "spec.tls.enabled":
+			in.Properties[i].Effective = []string{"tls-on"} // never ran
+		}
+	}
+	in.HeldBack = []HeldBack{{ID: "replicas-1000", Reason: "beyond the test cluster's capacity"}}
+	s := Build(in)
+	if len(s.HeldBack) != 1 || s.HeldBack[0].ID != "replicas-1000" {
+		t.Errorf("held back: %+v", s.HeldBack)
+	}
+	if s.Coverage.Covered != 8 || s.Coverage.Effective != 2 {
+		t.Fatalf("coverage: %d named, %d effective; want 8 and 2", s.Coverage.Covered, s.Coverage.Effective)
+	}
+	for _, p := range s.Coverage.Properties {
+		want := p.Path == "spec.image" || p.Path == "spec.exporter.enabled"
+		if p.Effective != want {
+			t.Errorf("%s effective = %v, want %v", p.Path, p.Effective, want)
+		}
+	}
+	var html strings.Builder
+	if err := WriteHTML(&html, s, Details{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(html.String(), "2 effectively changed") {
+		t.Error("report.html does not show the effective coverage figure")
+	}
+	if !strings.Contains(html.String(), "replicas-1000: beyond the test cluster") {
+		t.Error("report.html does not say which case was held back and why")
+	}
+}
