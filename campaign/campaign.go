@@ -174,7 +174,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 
 	r := &runner{cfg: cfg, target: cfg.Target, journal: j, dir: dir, base: plan.Base, lastAppend: new(atomic.Int64), publishesGen: new(atomic.Bool),
-		budget: newBudget(began, cfg.Budget), prior: prior, val: &validator{}}
+		budget: newBudget(began, cfg.Budget), prior: prior, val: &validator{}, generated: &generatedMasks{}}
 	r.oracles = append(append([]oracles.Oracle{}, cfg.Oracles...), cfg.Target.Oracles...)
 	for _, rec := range recs {
 		if rec.Type == RecCalibration {
@@ -286,7 +286,7 @@ func (r *runner) finish(ctx context.Context, envs []*env, jpath string, res *Res
 		}
 	}
 	res.Simulated = simulatedContainers(context.WithoutCancel(ctx), envs, r.cfg.Logger)
-	res.Masks = r.masks
+	res.Masks = r.masksNow()
 	res.Stopped = r.budget.reason()
 	collect(res, recs)
 	group(res)

@@ -157,7 +157,7 @@ func judgesOf(kind model.StepKind, all []oracles.Oracle) []oracles.Oracle {
 func (r *runner) judgeOnly(ctx context.Context, in stepInput, curr *model.Snapshot) (*StepRecord, error) {
 	rec := &StepRecord{Step: model.Step{Worker: in.worker, Index: in.index, Kind: in.kind, TestCase: in.testCase, Misoperation: in.misop,
 		Desired: in.desired, Started: curr.Taken, Converged: curr.Taken}, Current: in.desired, Prev: in.prevID}
-	masks := r.masks
+	masks := r.masksNow()
 	if in.kind == model.StepDifferential {
 		masks = append(slices.Clone(masks), r.target.DifferentialMasks...)
 	}

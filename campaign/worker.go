@@ -66,6 +66,9 @@ type runner struct {
 	prior time.Duration
 	// val validates test cases on the state they land on (nil for replays).
 	val *validator
+	// generated are the fields found generated anew on every creation (nil
+	// for replays: they learn none).
+	generated *generatedMasks
 }
 
 // session is one namespace in which desired states are declared in sequence.
@@ -421,9 +424,14 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 	t2 := time.Now()
 	if !in.noJudge {
 		tr := &model.Transition{Step: &rec.Step, PrevDesired: in.prevDesired, Desired: in.desired, Prev: in.prev, Curr: snap,
-			Stability: stab, Reference: in.reference, Masks: s.r.masks, Samples: samples, History: hist,
+			Stability: stab, Reference: in.reference, Masks: s.r.masksNow(), Samples: samples, History: hist,
 			Baseline: s.baseline, BaselineDesired: s.baselineD}
 		tr.Step, tr.Desired = declared(&rec.Step, rec.Current, in.desired)
+		if in.recreate && err == nil && refusal == nil {
+			if f := s.learnGenerated(ctx, tr); f != nil {
+				findings = append(findings, *f)
+			}
+		}
 		findings = append(findings, oracles.Run(ctx, s.r.oracles, tr)...)
 		if rate, n := oracles.Availability(tr); n > 0 {
 			rec.Availability = &AvailabilityFigure{Rate: rate, Requests: n}
