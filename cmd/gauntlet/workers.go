@@ -61,7 +61,7 @@ func (a autoWorkers) decide(shared bool) (int, error) {
 	}
 	d := capacity.Decide(capacity.Inputs{MemTotal: total, MemAvailable: avail, PerCluster: per, Measured: measured, Backend: a.backend, CPUs: a.proc.CPUs})
 	fmt.Fprintf(a.out, "gauntlet: --workers auto: %s\n", d)
-	a.log.Info("workers chosen", "workers", d.Workers, "memTotal", total, "memAvailable", avail, "perCluster", per, "measured", measured,
+	a.log.Debug("workers chosen", "workers", d.Workers, "memTotal", total, "memAvailable", avail, "perCluster", per, "measured", measured,
 		"memCap", d.MemCap, "cpuCap", d.CPUCap)
 	return d.Workers, nil
 }
