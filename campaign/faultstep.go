@@ -29,7 +29,7 @@ const (
 )
 
 // DefaultFaultKinds are the kinds a fault campaign draws from by default.
-var DefaultFaultKinds = []string{FaultContainerCrash, FaultPodKill, FaultPodFailure, FaultPartition, FaultOperatorCrash, FaultOperatorPartition}
+var DefaultFaultKinds = slices.Clone(replay.FaultKinds)
 
 // ParseFaultKinds reads a --faults value: "none" (or nothing) turns faults off
 // (nil, false), "all" draws from DefaultFaultKinds, otherwise each entry must be

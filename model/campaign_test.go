@@ -31,3 +31,15 @@ func TestBudgetJSON(t *testing.T) {
 		t.Errorf("marshal: %s %v", out, err)
 	}
 }
+
+func TestFaultKinds(t *testing.T) {
+	lasting := map[FaultKind]bool{FaultPodFailure: true, FaultPartition: true, FaultOperatorPartition: true}
+	for _, k := range FaultKinds() {
+		if !k.Known() || k.Lasting() != lasting[k] {
+			t.Errorf("%s: known %v lasting %v", k, k.Known(), k.Lasting())
+		}
+	}
+	if FaultKind("network-chaos").Known() {
+		t.Error("an unknown kind is known")
+	}
+}

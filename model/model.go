@@ -114,7 +114,7 @@ const (
 
 // Fault is one fault injected during a step, as recorded.
 type Fault struct {
-	// Kind names the fault ("container-crash", "pod-kill", "pod-failure", "partition", "operator-crash", …).
+	// Kind names the fault: a FaultKind.
 	Kind string `json:"kind"`
 	// Targets are what it hit (pod names, "operator", "primary").
 	Targets []string `json:"targets,omitempty"`

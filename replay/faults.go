@@ -12,22 +12,14 @@ import (
 )
 
 // Fault kinds a campaign injects and a replay re-injects (what
-// FaultPlan.Kind names).
+// FaultPlan.Kind names): model's vocabulary (model.FaultKind), as strings.
 const (
-	// FaultContainerCrash kills the target's container process (its restart policy applies).
-	FaultContainerCrash = "container-crash"
-	// FaultPodKill deletes the target pod with grace period 0.
-	FaultPodKill = "pod-kill"
-	// FaultPodFailure freezes the target's container for the hold time.
-	FaultPodFailure = "pod-failure"
-	// FaultPartition cuts the target pod off from the other pods of the system for the hold time.
-	FaultPartition = "partition"
-	// FaultOperatorCrash kills the operator at a random moment while it reconciles a new
-	// desired state (the intermediate-state bugs of Sieve and Anvil).
-	FaultOperatorCrash = "operator-crash"
-	// FaultOperatorPartition cuts the operator off from the API server while a new desired
-	// state is declared, then heals.
-	FaultOperatorPartition = "operator-partition"
+	FaultContainerCrash    = string(model.FaultContainerCrash)
+	FaultPodKill           = string(model.FaultPodKill)
+	FaultPodFailure        = string(model.FaultPodFailure)
+	FaultPartition         = string(model.FaultPartition)
+	FaultOperatorCrash     = string(model.FaultOperatorCrash)
+	FaultOperatorPartition = string(model.FaultOperatorPartition)
 )
 
 // FaultKinds are every fault kind, in the order a campaign draws them by default.
@@ -55,9 +47,7 @@ func BackendKind(kind string) (faults.Kind, bool) {
 
 // Lasting reports whether a fault kind holds until removed (it can be held
 // while a new desired state is declared).
-func Lasting(kind string) bool {
-	return kind == FaultPodFailure || kind == FaultPartition || kind == FaultOperatorPartition
-}
+func Lasting(kind string) bool { return model.FaultKind(kind).Lasting() }
 
 // FaultPlan is one fault drawn by a campaign's seeded source; the journal
 // records it and replays re-inject it, targeted on the live system.
