@@ -56,7 +56,7 @@ func TestCasesChangeSomething(t *testing.T) {
 				} else {
 					flips++
 				}
-				if len(states) < 2 || !jsonv.Equal(states[len(states)-1], start) {
+				if len(states) < 2 || len(g.effectiveChanges(start, states[len(states)-1])) > 0 {
 					t.Errorf("%s turns something on and never off: %d steps, %s", tc.ID, len(states), tc.Description)
 				}
 			}
@@ -95,5 +95,33 @@ func TestEffectiveChanges(t *testing.T) {
 		if got != c.changes {
 			t.Errorf("%s: changes = %v, want %v (%v)", c.name, got, c.changes, g.effectiveChanges(base, c.to))
 		}
+	}
+}
+
+// TestTurnOffKeepsSiblings checks that the step turning a feature off takes back only what the
+// case set: a flag beside fields an earlier change set keeps them (cases accumulate on one CR).
+func TestTurnOffKeepsSiblings(t *testing.T) {
+	s, seed, _ := loadCase(t, "deps")
+	g := mustGenerator(t, s, seed, Options{Seed: 1})
+	start := g.Base()
+	if err := jsonv.Set(start, "/spec/tls", map[string]any{"secretName": "earlier"}); err != nil {
+		t.Fatal(err)
+	}
+	c := &caseCtx{g: g, p: s.Lookup("spec.tls.enabled"), r: g.seedFor("spec.tls.enabled", "test", 0), start: start}
+	d, err := genFlip(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.steps) != 2 {
+		t.Fatalf("%d steps, want the flip and its undo", len(d.steps))
+	}
+	if v, _ := jsonv.Get(d.steps[0], "/spec/tls/enabled"); v != true {
+		t.Fatalf("step 1 sets enabled to %v", v)
+	}
+	if v, _ := jsonv.Get(d.steps[1], "/spec/tls/secretName"); v != "earlier" {
+		t.Fatalf("the undo step lost the sibling field: tls = %v", jsonv.At(d.steps[1], "spec", "tls"))
+	}
+	if v, ok := jsonv.Get(d.steps[1], "/spec/tls/enabled"); ok {
+		t.Fatalf("the undo step leaves enabled = %v; it was absent", v)
 	}
 }

@@ -299,9 +299,10 @@ func genEnumValue(c *caseCtx, v any) (*draft, error) {
 // accumulate, so otherwise nothing would ever disable what it enables.
 func genFlip(c *caseCtx) (*draft, error) {
 	var nv, old any
-	st, _, err := c.setValue(func(eff any, _ bool) (any, error) {
+	var had bool
+	st, _, err := c.setValue(func(eff any, present bool) (any, error) {
 		b, _ := eff.(bool)
-		old, nv = b, !b
+		old, nv, had = b, !b, present
 		return nv, nil
 	})
 	if err != nil {
@@ -309,20 +310,61 @@ func genFlip(c *caseCtx) (*draft, error) {
 	}
 	d := single(Valid, fmt.Sprintf("flip %s to %v", c.p.Path, nv), st)
 	if nv == true {
-		d.turnOffAgain(c.start, fmt.Sprintf(", then back to %v", old), fmt.Sprintf("back to %v", old))
+		ptr, _, _, _, err := c.locate(jsonv.CopyMap(st))
+		if err != nil {
+			return nil, err
+		}
+		back := old
+		if !had {
+			back = nil // absent before: absent again
+		}
+		off, err := c.undo(st, ptr, back)
+		if err != nil {
+			return nil, err
+		}
+		d.turnOffAgain(off, fmt.Sprintf(", then back to %v", old), fmt.Sprintf("back to %v", old))
 	}
 	return d, nil
 }
 
-// turnOffAgain appends a step back to start (what the case turned on, turned off again).
-func (d *draft) turnOffAgain(start map[string]any, undo, stepDesc string) {
+// undo returns st with what the case set at ptr taken back, and only that, so the step does not
+// undo what earlier cases set beside it: the outermost object the case created (absent from the
+// start state) is removed, else ptr is set to old (removed when old is nil).
+func (c *caseCtx) undo(st map[string]any, ptr string, old any) (map[string]any, error) {
+	off := jsonv.CopyMap(st)
+	toks, err := jsonv.SplitPointer(ptr)
+	if err != nil {
+		return nil, err
+	}
+	for i := 1; i < len(toks); i++ {
+		anc := jsonv.Pointer(stringTokens(toks[:i]))
+		if v, ok := jsonv.Get(c.start, anc); !ok || v == nil {
+			return off, jsonv.Remove(off, anc)
+		}
+	}
+	if old == nil {
+		return off, jsonv.Remove(off, ptr)
+	}
+	return off, jsonv.Set(off, ptr, old)
+}
+
+func stringTokens(s []string) []jsonv.Token {
+	out := make([]jsonv.Token, len(s))
+	for i, t := range s {
+		out[i] = t
+	}
+	return out
+}
+
+// turnOffAgain appends the step to the state off (what the case turned on, turned off again).
+func (d *draft) turnOffAgain(off map[string]any, undo, stepDesc string) {
 	for len(d.stepDescs) < len(d.steps) {
 		d.stepDescs = append(d.stepDescs, "")
 	}
 	if len(d.steps) == 1 && d.stepDescs[0] == "" {
 		d.stepDescs[0] = d.description
 	}
-	d.steps = append(d.steps, jsonv.CopyMap(start))
+	d.steps = append(d.steps, off)
 	d.stepDescs = append(d.stepDescs, stepDesc)
 	d.description += undo
 	d.undo = undo
@@ -634,7 +676,11 @@ func genAddObject(c *caseCtx) (*draft, error) {
 		}
 	}
 	d := single(Valid, fmt.Sprintf("add %s with %s", c.p.Path, describeValue(v)), st)
-	d.turnOffAgain(c.start, ", then remove it again", "remove "+c.p.Path.String())
+	off, err := c.undo(st, ptr, nil)
+	if err != nil {
+		return nil, err
+	}
+	d.turnOffAgain(off, ", then remove it again", "remove "+c.p.Path.String())
 	return d, nil
 }
 
