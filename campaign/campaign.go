@@ -174,7 +174,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 
 	r := &runner{cfg: cfg, target: cfg.Target, journal: j, dir: dir, base: plan.Base, lastAppend: new(atomic.Int64), publishesGen: new(atomic.Bool),
-		budget: newBudget(began, cfg.Budget), prior: prior, val: &validator{}, generated: &generatedMasks{}}
+		budget: newBudget(began, cfg.Budget), prior: prior, val: &validator{}, generated: &generatedMasks{},
+		images: &knownImages{target: cfg.Target}}
 	r.oracles = append(append([]oracles.Oracle{}, cfg.Oracles...), cfg.Target.Oracles...)
 	for _, rec := range recs {
 		if rec.Type == RecCalibration {

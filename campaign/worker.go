@@ -69,6 +69,8 @@ type runner struct {
 	// generated are the fields found generated anew on every creation (nil
 	// for replays: they learn none).
 	generated *generatedMasks
+	// images are the images the target vouches for (nil for replays).
+	images *knownImages
 }
 
 // session is one namespace in which desired states are declared in sequence.
@@ -317,6 +319,11 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 		if why := s.dangling(ctx, in.desired); why != "" {
 			in.misop = true
 			rec.Misoperation, rec.MisoperationReason = true, why
+		} else if in.kind == model.StepApply || in.kind == model.StepRecreate {
+			if why := generatedImage(s.r.images, in.prevDesired, in.desired, in.changed); why != "" {
+				in.misop = true
+				rec.Misoperation, rec.MisoperationReason = true, why
+			}
 		}
 	}
 	s.misop = in.misop
