@@ -70,7 +70,26 @@ func Plan(ctx context.Context, t *targets.Target, seed int64, po PlanOptions) (*
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
+	if po.Logger != nil {
+		for _, want := range unmatchedProperties(t, p) {
+			po.Logger.Warn("the target's property restriction names no property of the CRD schema: no test case targets it", "target", t.Name, "property", want)
+		}
+	}
 	return p, nil
+}
+
+// unmatchedProperties are the entries of the target's property restriction
+// (a target file's properties, an Acto config's focus_fields) that name no
+// property of the plan, so that no test case can ever target them.
+func unmatchedProperties(t *targets.Target, p *inputgen.Plan) []string {
+	var out []string
+	for _, want := range t.Properties {
+		one := &targets.Target{Properties: []string{want}}
+		if !slices.ContainsFunc(p.Properties, func(pc inputgen.PropertyCoverage) bool { return one.WantsProperty(pc.Path) }) {
+			out = append(out, want)
+		}
+	}
+	return out
 }
 
 // caseCost estimates how many desired states a test case declares.

@@ -2,8 +2,10 @@ package campaign
 
 import (
 	"path/filepath"
+	"slices"
 	"testing"
 
+	"github.com/gauntlet-dev/gauntlet/inputgen"
 	"github.com/gauntlet-dev/gauntlet/targets"
 )
 
@@ -32,5 +34,15 @@ func TestShippedTargetsOracleConfigValid(t *testing.T) {
 	}
 	if n < 3 {
 		t.Errorf("checked %d targets, want the built-in one and the examples", n)
+	}
+}
+
+// TestUnmatchedProperties: a property restriction entry that names nothing in
+// the plan is reported (it would silently select no test case).
+func TestUnmatchedProperties(t *testing.T) {
+	p := &inputgen.Plan{Properties: []inputgen.PropertyCoverage{{Path: "spec.replicas"}, {Path: "spec.config.maxmemory"}}}
+	tg := &targets.Target{Properties: []string{"spec.replicas", "spec.config", "spec.replica", "spec.shards"}}
+	if got := unmatchedProperties(tg, p); !slices.Equal(got, []string{"spec.replica", "spec.shards"}) {
+		t.Errorf("unmatched = %v, want [spec.replica spec.shards]", got)
 	}
 }
