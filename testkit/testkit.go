@@ -10,6 +10,9 @@
 // the bundled Valkey operator's binary comes from WithOperatorBinary,
 // GAUNTLET_OPERATOR_BINARY or the repository's bin/valkey-operator), replays
 // the steps, judges them and deletes the cluster when the test ends. The
+// replay is the campaign's (package replay, through campaign.Deployment):
+// the same declaring, fault injection and convergence rule, so the test does
+// what the run that found the bug did, every fault kind included. The
 // embedded cluster needs root and Gauntlet's control-plane binaries (`make
 // controlplane`); where it cannot run, Run skips with the reason, and in CI
 // (CI=true or GAUNTLET_REQUIRE_E2E=1) fails instead.
