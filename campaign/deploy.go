@@ -165,7 +165,7 @@ type ReplayOutcome struct {
 // reproducer's invariant on what it reached, or on those findings). Faults go through the cluster's back end
 // (faults.For: the embedded cluster's own; Chaos Mesh elsewhere) or, on an
 // attached cluster without Chaos Mesh, pod kills through the API
-// (replay.APIFaults). A fault kind the back end cannot inject is
+// (faults.API). A fault kind the back end cannot inject is
 // ErrFaultsUnsupported naming it: a replay without the fault would not test
 // the bug.
 func (d *Deployment) Replay(ctx context.Context, rep *replay.Reproducer, o ReplayOptions) (*ReplayOutcome, error) {
@@ -221,7 +221,7 @@ func (d *Deployment) injector(ctx context.Context) (faults.Injector, string, err
 		return inj, "Chaos Mesh", nil
 	}
 	d.k.log.Info("no Chaos Mesh on the cluster: pod kills through the API only", "err", err)
-	return replay.NewAPIFaults(d.k.cs), "the API (pod kills only; no Chaos Mesh: " + err.Error() + ")", nil
+	return faults.NewAPI(d.k.cs), "the API (pod kills only; no Chaos Mesh: " + err.Error() + ")", nil
 }
 
 // Readiness is the campaign's convergence readiness rule over a namespace's
