@@ -53,7 +53,7 @@ func seedGate(rec *StepRecord, snap *model.Snapshot, logs func(pod, container st
 			e.Cause = "the API server refused the seed: " + detail
 			e.Fix = "correct the target's seed custom resource (`gauntlet run --dry-run` checks it against the CRD)"
 			return e
-		case f.Severity != model.SeverityWarning && f.Oracle == oracles.NameHealth:
+		case f.Severity != model.SeverityWarning && f.Oracle == oracles.NameHealth && breaksSeed(f.Summary):
 			health = append(health, f.Summary)
 		}
 	}
@@ -91,4 +91,18 @@ func limit(s []string, n int) []string {
 		return s
 	}
 	return append(s[:n:n], fmt.Sprintf("and %d more", len(s)-n))
+}
+
+// breaksSeed reports whether a health finding of the seed step says the
+// system is broken now: not the operator's own trouble (a restart, a panic or
+// an error in its log stay alarms: they may be the bug a campaign looks for),
+// nor a container that restarted and recovered.
+func breaksSeed(summary string) bool {
+	switch {
+	case strings.HasPrefix(summary, "the operator "), strings.HasPrefix(summary, "operator log:"):
+		return false
+	case strings.HasPrefix(summary, "container ") && !strings.Contains(summary, "crash-looping"):
+		return false
+	}
+	return true
 }
