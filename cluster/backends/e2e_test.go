@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -56,7 +55,7 @@ func TestE2EKubeconfigBackEnd(t *testing.T) {
 	if _, err := os.Stat(bin); err != nil {
 		testenv.Unavailable(t, "operator binary not built (run `make build`): %v", err)
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if os.Getenv("GAUNTLET_E2E_LOG") != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
@@ -118,6 +117,18 @@ func TestE2EKubeconfigBackEnd(t *testing.T) {
 	}
 	if !slices.Equal(res.FaultKinds, []string{campaign.FaultPodKill}) {
 		t.Errorf("fault kinds drawn %v; want [%s] (pod kill through the API: the cluster has no Chaos Mesh)", res.FaultKinds, campaign.FaultPodKill)
+	}
+	var killed []string
+	for _, st := range res.Steps {
+		for _, f := range st.Faults {
+			if f.Kind == campaign.FaultPodKill && f.Unsupported == "" {
+				killed = append(killed, strings.Join(f.Targets, ","))
+			}
+		}
+	}
+	t.Logf("pods killed through the API: %v", killed)
+	if len(killed) == 0 {
+		t.Error("no pod kill was injected")
 	}
 	if len(res.UnsupportedFaults) != 1 || !strings.HasPrefix(res.UnsupportedFaults[0], campaign.FaultContainerCrash+":") {
 		t.Errorf("not injected %v; want %s reported", res.UnsupportedFaults, campaign.FaultContainerCrash)

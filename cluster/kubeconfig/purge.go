@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -49,7 +50,7 @@ func purge(ctx context.Context, cfg *rest.Config, objs []created, timeout time.D
 	defer cancel()
 	bg := metav1.DeletePropagationBackground
 	var errs, waitErrs []error
-	var pending []string
+	var pending, deleted []string
 	for i := len(objs) - 1; i >= 0; i-- {
 		o := objs[i]
 		if o.Namespace != "" && namespaces[o.Namespace] {
@@ -57,34 +58,39 @@ func purge(ctx context.Context, cfg *rest.Config, objs []created, timeout time.D
 		}
 		if !o.IsNamespace && len(pending) > 0 {
 			waitErrs = append(waitErrs, waitGone(wctx, cs, pending, timeout))
+			deleted = slices.DeleteFunc(deleted, func(p string) bool { return slices.Contains(pending, p) })
 			pending = nil
 		}
+		log.Debug("deleting what the run created", "path", o.Path)
 		err := cs.CoreV1().RESTClient().Delete().AbsPath(o.Path).Body(&metav1.DeleteOptions{PropagationPolicy: &bg}).Do(ctx).Error()
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && !apierrors.IsMethodNotSupported(err) {
 			errs = append(errs, fmt.Errorf("delete %s: %w", o.Path, err))
 			continue
 		}
+		deleted = append(deleted, o.Path)
 		if o.IsNamespace {
-			pending = append(pending, path.Base(o.Path))
+			pending = append(pending, o.Path)
 		}
 	}
-	waitErrs = append(waitErrs, waitGone(wctx, cs, pending, timeout))
+	// Everything deleted is gone before the next run may create it again (a
+	// CustomResourceDefinition terminates while its objects are removed).
+	waitErrs = append(waitErrs, waitGone(wctx, cs, deleted, timeout))
 	log.Info("removed what the run created in the existing cluster", "objects", len(objs), "namespaces", len(namespaces))
 	return errors.Join(append(errs, waitErrs...)...)
 }
 
-// waitGone waits until the namespaces are gone (ctx bounds the wait); it names
-// those still there when ctx ends.
-func waitGone(ctx context.Context, cs kubernetes.Interface, namespaces []string, timeout time.Duration) error {
+// waitGone waits until the objects at paths are gone (ctx bounds the wait); it
+// names those still there when ctx ends.
+func waitGone(ctx context.Context, cs kubernetes.Interface, paths []string, timeout time.Duration) error {
 	var left []string
-	for _, ns := range namespaces {
+	for _, p := range paths {
 		for {
-			_, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+			err := cs.CoreV1().RESTClient().Get().AbsPath(p).Do(ctx).Error()
 			if apierrors.IsNotFound(err) {
 				break
 			}
 			if ctx.Err() != nil {
-				left = append(left, ns)
+				left = append(left, p)
 				break
 			}
 			select {
@@ -97,5 +103,5 @@ func waitGone(ctx context.Context, cs kubernetes.Interface, namespaces []string,
 		return nil
 	}
 	sort.Strings(left)
-	return fmt.Errorf("namespaces still terminating after %v (look at their finalizers with kubectl get ns -o yaml): %s", timeout, strings.Join(left, ", "))
+	return fmt.Errorf("still there %v after their deletion (look at their finalizers): %s", timeout, strings.Join(left, ", "))
 }

@@ -178,9 +178,10 @@ func TestViewRecordsAndDeletesWhatItCreated(t *testing.T) {
 		t.Fatalf("Delete: %v", err)
 	}
 	wantOps := []string{"DELETE /api/v1/namespaces/g0-w0-1", "GET /api/v1/namespaces/g0-w0-1",
-		"DELETE /apis/apiextensions.k8s.io/v1/customresourcedefinitions/valkeyclusters.valkey.gauntlet.dev"}
+		"DELETE /apis/apiextensions.k8s.io/v1/customresourcedefinitions/valkeyclusters.valkey.gauntlet.dev",
+		"GET /apis/apiextensions.k8s.io/v1/customresourcedefinitions/valkeyclusters.valkey.gauntlet.dev"}
 	if !slices.Equal(api.ops, wantOps) {
-		t.Fatalf("requests %v\nwant     %v (newest first, the namespace's secret with it, the namespace gone before the older CRD goes)", api.ops, wantOps)
+		t.Fatalf("requests %v\nwant     %v (newest first, the namespace's secret with it, the namespace gone before the older CRD goes, the CRD gone before Delete returns)", api.ops, wantOps)
 	}
 	if !api.objects["/apis/apps/v1/namespaces/kept/deployments/theirs"] {
 		t.Fatal("Delete removed an object the view did not create")
