@@ -95,7 +95,6 @@ type Gate struct {
 	saturated bool
 	waits     int
 	waited    time.Duration
-	lastWhy   string
 }
 
 // NewGate returns a gate that reads the host with read (ReadSample, or a
@@ -144,9 +143,8 @@ func (g *Gate) Enter(ctx context.Context, api func(context.Context) time.Duratio
 			}
 			return d, nil
 		}
-		if !held || why != g.lastWhy {
+		if !held {
 			g.log.Info("capacity: host saturated; no new step starts while another runs", "why", why, "inFlight", g.inFlight)
-			g.lastWhy = why
 		}
 		held = true
 		g.mu.Unlock()
