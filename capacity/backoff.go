@@ -31,8 +31,10 @@ type Sample struct {
 type Thresholds struct {
 	// PressureHigh and PressureLow bound CPUSome (percent).
 	PressureHigh, PressureLow float64
-	// LoadHigh and LoadLow bound the load average per core; they are used
-	// when the kernel reports no pressure.
+	// LoadHigh and LoadLow bound the load average per core. With pressure
+	// figures the CPU is saturated when both are high (on a few cores "some"
+	// pressure is near 100 % as soon as one task waits: the load says how
+	// many do) and clear when either is low; without them the load decides.
 	LoadHigh, LoadLow float64
 	// MemLow is the MemAvailable below which no new step starts (bytes).
 	MemLow uint64
@@ -41,7 +43,8 @@ type Thresholds struct {
 }
 
 // DefaultThresholds are the Gate's thresholds on a host with memTotal bytes:
-// CPU pressure 90 % (back below 75 %), load 3 per core (back below 2), half
+// CPU pressure 90 % and a load of 3 per core (clear once the pressure is
+// below 75 % or the load below 2 per core), half
 // of Headroom free, an API server answering /readyz within 1 s (back below
 // 300 ms). A 2-core host running 6 campaign workers alone sat at a load of
 // 2–4.6 without a timing alarm; a CPU burner beside it drives the pressure
@@ -56,13 +59,15 @@ func DefaultThresholds(memTotal uint64) Thresholds {
 func Saturated(was bool, s Sample, th Thresholds) (bool, string) {
 	var why string
 	cpuHigh, cpuLow := false, true
-	if s.HasPSI {
-		cpuHigh, cpuLow = s.CPUSome >= th.PressureHigh, s.CPUSome < th.PressureLow
-		why = fmt.Sprintf("CPU pressure %.0f%% (some avg10; saturated at %.0f%%, clear below %.0f%%)", s.CPUSome, th.PressureHigh, th.PressureLow)
-	} else if s.CPUs > 0 {
+	if s.CPUs > 0 {
 		per := s.Load1 / float64(s.CPUs)
 		cpuHigh, cpuLow = per >= th.LoadHigh, per < th.LoadLow
 		why = fmt.Sprintf("load %.1f per core (saturated at %.1f, clear below %.1f)", per, th.LoadHigh, th.LoadLow)
+		if s.HasPSI {
+			cpuHigh = cpuHigh && s.CPUSome >= th.PressureHigh
+			cpuLow = cpuLow || s.CPUSome < th.PressureLow
+			why = fmt.Sprintf("CPU pressure %.0f%% (some avg10; saturated at %.0f%%, clear below %.0f%%) and ", s.CPUSome, th.PressureHigh, th.PressureLow) + why
+		}
 	}
 	memLow := s.MemAvailable > 0 && th.MemLow > 0 && s.MemAvailable < th.MemLow
 	apiHigh, apiLow := th.APIHigh > 0 && s.APILatency >= th.APIHigh, s.APILatency < th.APILow || th.APILow <= 0
@@ -152,7 +157,12 @@ func (g *Gate) Enter(ctx context.Context, api func(context.Context) time.Duratio
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return time.Since(t0), ctx.Err()
+			d := time.Since(t0)
+			g.mu.Lock()
+			g.waits++
+			g.waited += d
+			g.mu.Unlock()
+			return d, ctx.Err()
 		case <-t.C:
 		}
 	}

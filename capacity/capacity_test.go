@@ -56,14 +56,16 @@ func TestSaturated(t *testing.T) {
 		want bool
 		why  string
 	}{
-		{"idle", false, Sample{HasPSI: true, CPUSome: 20, CPUs: 2, MemAvailable: 20 * GiB}, false, ""},
-		{"pressure", false, Sample{HasPSI: true, CPUSome: 95, CPUs: 2, MemAvailable: 20 * GiB}, true, "CPU pressure 95%"},
-		{"pressure falling, still above low", true, Sample{HasPSI: true, CPUSome: 80, CPUs: 2, MemAvailable: 20 * GiB}, true, "CPU pressure 80%"},
-		{"pressure rising below high", false, Sample{HasPSI: true, CPUSome: 80, CPUs: 2, MemAvailable: 20 * GiB}, false, ""},
-		{"pressure cleared", true, Sample{HasPSI: true, CPUSome: 70, CPUs: 2, MemAvailable: 20 * GiB}, false, ""},
-		// Without pressure figures the load per core decides (PSI wins when both are known).
+		{"idle", false, Sample{HasPSI: true, CPUSome: 20, Load1: 1, CPUs: 2, MemAvailable: 20 * GiB}, false, ""},
+		{"pressure and load", false, Sample{HasPSI: true, CPUSome: 95, Load1: 8, CPUs: 2, MemAvailable: 20 * GiB}, true, "CPU pressure 95%"},
+		// Six workers alone on two cores: some pressure near 100 %, load 2–4.6: not saturated.
+		{"pressure without load", false, Sample{HasPSI: true, CPUSome: 97, Load1: 4.6, CPUs: 2, MemAvailable: 20 * GiB}, false, ""},
+		{"pressure falling, still above low", true, Sample{HasPSI: true, CPUSome: 80, Load1: 5, CPUs: 2, MemAvailable: 20 * GiB}, true, "CPU pressure 80%"},
+		{"pressure rising below high", false, Sample{HasPSI: true, CPUSome: 80, Load1: 8, CPUs: 2, MemAvailable: 20 * GiB}, false, ""},
+		{"pressure cleared", true, Sample{HasPSI: true, CPUSome: 70, Load1: 8, CPUs: 2, MemAvailable: 20 * GiB}, false, ""},
+		{"load cleared", true, Sample{HasPSI: true, CPUSome: 95, Load1: 3.8, CPUs: 2, MemAvailable: 20 * GiB}, false, ""},
+		// Without pressure figures the load per core decides.
 		{"load", false, Sample{Load1: 7, CPUs: 2, MemAvailable: 20 * GiB}, true, "load 3.5 per core"},
-		{"load ignored with PSI", false, Sample{HasPSI: true, CPUSome: 10, Load1: 7, CPUs: 2, MemAvailable: 20 * GiB}, false, ""},
 		{"load falling", true, Sample{Load1: 5, CPUs: 2, MemAvailable: 20 * GiB}, true, "load 2.5 per core"},
 		{"memory", false, Sample{HasPSI: true, CPUs: 2, MemAvailable: GiB}, true, "memory available 1.0 GiB"},
 		{"api", false, Sample{HasPSI: true, CPUs: 2, MemAvailable: 20 * GiB, APILatency: 2 * time.Second}, true, "took 2s"},
@@ -83,9 +85,9 @@ func TestGateHoldsWhileSaturated(t *testing.T) {
 	var busy atomic.Bool
 	busy.Store(true)
 	read := func() (Sample, error) {
-		s := Sample{HasPSI: true, CPUSome: 10, CPUs: 2, MemAvailable: 20 * GiB}
+		s := Sample{HasPSI: true, CPUSome: 10, Load1: 1, CPUs: 2, MemAvailable: 20 * GiB}
 		if busy.Load() {
-			s.CPUSome = 100
+			s.CPUSome, s.Load1 = 100, 8
 		}
 		return s, nil
 	}
@@ -130,6 +132,9 @@ func TestGateHoldsWhileSaturated(t *testing.T) {
 	cancel()
 	if _, err := g.Enter(cctx, nil); err == nil {
 		t.Error("Enter with a step in flight on a saturated host and a cancelled context returned no error")
+	}
+	if n, _ := g.Stats(); n != 3 {
+		t.Errorf("Stats = %d waits after a wait ended by its context, want 3 (it counts)", n)
 	}
 }
 
