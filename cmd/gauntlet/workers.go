@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/capacity"
-	"github.com/gauntlet-dev/gauntlet/cluster/kind/nodeimage"
+	"github.com/gauntlet-dev/gauntlet/cluster/hoststate"
 )
 
 // workersAuto is --workers' default: as many as memory allows.
@@ -41,7 +41,7 @@ type autoWorkers struct {
 }
 
 func newAutoWorkers(backend, target string, log *slog.Logger, out io.Writer) autoWorkers {
-	return autoWorkers{proc: capacity.Proc{CPUs: runtime.NumCPU()}, cache: capacity.Cache{Dir: nodeimage.DefaultCacheDir()},
+	return autoWorkers{proc: capacity.Proc{CPUs: runtime.NumCPU()}, cache: capacity.Cache{Dir: hoststate.CacheDir()},
 		backend: backend, target: target, log: log, out: out}
 }
 
