@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode"
 
 	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"github.com/gauntlet-dev/gauntlet/model"
@@ -612,6 +613,9 @@ func (c *Consistency) judge(t *model.Transition, p property, ix *stateIndex, fs 
 			if (!p.hasPrev || isEmpty(p.prev)) && ix.alreadyHeld(p, key) {
 				return
 			}
+			if !b && p.hasPrev && p.prev == true && !ix.featureShown(p.path) {
+				return
+			}
 			c.report(t, p, ix, fs, "set", fmt.Sprintf("%s changed to %v but no object of the state changed", p.path, b), nil)
 			return
 		}
@@ -745,6 +749,60 @@ func (ix *stateIndex) alreadyHeld(p property, key string) bool {
 		held = true
 	}
 	return held
+}
+
+// featureShown reports whether the state before the step showed anything of
+// the feature a flag switches: the flag's parent names it (the flag
+// spec.podDisruptionBudget.enabled switches podDisruptionBudget), and an
+// object of that kind, a field of that name, or a value naming it (a
+// container called "exporter") shows it. A flag turned off whose feature the
+// state did not show changes nothing, and rightly: the operator had not made
+// it, for a reason of its own (bundled operator, 6 workers, seed 1:
+// podDisruptionBudget.enabled true → false at replicas 1, where the operator
+// makes no PodDisruptionBudget, was "changed to false but no object of the
+// state changed"). A flag without a parent says nothing and counts as shown.
+func (ix *stateIndex) featureShown(prop jsonv.Path) bool {
+	keys := prop.Keys()
+	if len(keys) < 2 {
+		return true
+	}
+	feature := normName(keys[len(keys)-2])
+	if feature == "" || feature == "spec" {
+		return true
+	}
+	for _, n := range ix.prevNodes {
+		if normName(n.kind) == feature {
+			return true
+		}
+		for _, k := range n.path.Keys() {
+			if normName(k) == feature {
+				return true
+			}
+		}
+		if s, ok := n.val.(string); ok && namesWord(s, feature) {
+			return true
+		}
+	}
+	return false
+}
+
+// namesWord reports whether the text s holds the normalised name feature as a
+// word, or as words joined by '-' or '_': "tls-port 6380" names tls,
+// "exporter" names exporter, "pod-disruption-budget" names poddisruptionbudget.
+func namesWord(s, feature string) bool {
+	for _, w := range strings.FieldsFunc(s, func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '-' && r != '_'
+	}) {
+		if normName(w) == feature {
+			return true
+		}
+		for _, part := range strings.FieldsFunc(w, func(r rune) bool { return r == '-' || r == '_' }) {
+			if strings.ToLower(part) == feature {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // becameExactly reports whether a list field that holds the desired list

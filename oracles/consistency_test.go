@@ -430,7 +430,9 @@ func TestConsistencyBackFromRefused(t *testing.T) {
 // A boolean rolled back after a step the operator refused: the state reached
 // equals the state before the refused step, so nothing had to change; but if
 // the refused step did change the state, a rollback that changes nothing is
-// still an inconsistency, and so is an apply that changes nothing.
+// still an inconsistency. An apply that turns off a feature the state never
+// showed changes nothing, rightly (featureShown): an operator that ignores
+// the flag is caught where it is turned on.
 func TestConsistencyBoolBackFromRefused(t *testing.T) {
 	tests := []struct {
 		name        string
@@ -440,7 +442,8 @@ func TestConsistencyBoolBackFromRefused(t *testing.T) {
 	}{
 		{"rollback after a refused step", model.StepRollback, false, 0},
 		{"rollback after a step that took effect", model.StepRollback, true, 1},
-		{"apply that changes nothing", model.StepApply, false, 1},
+		{"apply that turns off what the state never showed", model.StepApply, false, 0},
+		{"apply that leaves on what the state showed", model.StepApply, true, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -713,6 +716,52 @@ func TestConsistencyDefaultSetExplicitly(t *testing.T) {
 			setIn(t, d, "spec.containerSecurityContext", map[string]any{"readOnlyRootFilesystem": true})
 			curr.CRObject()["spec"] = jsonv.Copy(d["spec"])
 			tr := &model.Transition{Step: step(model.StepApply, "spec.containerSecurityContext"), PrevDesired: prevD, Desired: d, Prev: prev, Curr: curr}
+			fs := run(NewConsistency(Config{}), tr)
+			if len(fs) != tt.want {
+				t.Fatalf("%d findings, want %d: %v", len(fs), tt.want, fs)
+			}
+		})
+	}
+}
+
+// TestConsistencyFlagOffWithoutFeature is the bundled operator at 6 workers,
+// seed 1: podDisruptionBudget.enabled turned from true to false at replicas 1,
+// where the operator makes no PodDisruptionBudget at all, was "changed to
+// false but no object of the state changed". Turning off a feature the state
+// did not show changes nothing; turning off one it showed (a
+// PodDisruptionBudget that stays: seeded bug 02) is still reported.
+func TestConsistencyFlagOffWithoutFeature(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		keepPDB bool
+		want    int
+	}{
+		{"no PodDisruptionBudget before or after", false, 0},
+		{"the PodDisruptionBudget stays", true, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			prev, curr := loadSnapshot(t, "s0"), loadSnapshot(t, "s0")
+			pdbs := 0
+			for _, s := range []*model.Snapshot{prev, curr} {
+				for key := range s.Objects {
+					if strings.Contains(key, "/PodDisruptionBudget/") {
+						pdbs++
+						if !tt.keepPDB {
+							delete(s.Objects, key)
+						}
+					}
+				}
+			}
+			if pdbs == 0 {
+				t.Fatal("the recorded snapshot s0 holds no PodDisruptionBudget: the test needs one")
+			}
+			prevD := desiredOf(prev)
+			setIn(t, prevD, "spec.podDisruptionBudget", map[string]any{"enabled": true})
+			prev.CRObject()["spec"] = jsonv.Copy(prevD["spec"])
+			d := jsonv.CopyMap(prevD)
+			setIn(t, d, "spec.podDisruptionBudget", map[string]any{"enabled": false})
+			curr.CRObject()["spec"] = jsonv.Copy(d["spec"])
+			tr := &model.Transition{Step: step(model.StepApply, "spec.podDisruptionBudget.enabled"), PrevDesired: prevD, Desired: d, Prev: prev, Curr: curr}
 			fs := run(NewConsistency(Config{}), tr)
 			if len(fs) != tt.want {
 				t.Fatalf("%d findings, want %d: %v", len(fs), tt.want, fs)

@@ -67,4 +67,3 @@ func TestReadiness(t *testing.T) {
 		}
 	}
 }
-

@@ -244,8 +244,8 @@ func statefulSet(uid types.UID, replicas int64) *unstructured.Unstructured {
 func TestCheckJudges(t *testing.T) {
 	r := Reproducer{
 		Name: "fake", CRD: CRDRef{Group: "valkey.gauntlet.dev", Version: "v1alpha1", Kind: "ValkeyCluster"}, Namespace: "ns",
-		Seed: MustObject(`{"metadata": {"name": "vk"}, "spec": {"config": {"maxmemory-policy": "allkeys-lru"}}}`),
-		Steps: []Step{{Kind: model.StepApply, Desired: MustObject(`{"metadata": {"name": "vk"}, "spec": {"config": {"maxmemory-policy": "noeviction"}}}`)}},
+		Seed:   MustObject(`{"metadata": {"name": "vk"}, "spec": {"config": {"maxmemory-policy": "allkeys-lru"}}}`),
+		Steps:  []Step{{Kind: model.StepApply, Desired: MustObject(`{"metadata": {"name": "vk"}, "spec": {"config": {"maxmemory-policy": "noeviction"}}}`)}},
 		Oracle: "consistency", Signature: "consistency-1", Summary: "spec.config is not applied",
 		// As the consistency oracle writes it: the CR's property, then where the value should show.
 		Evidence: []Evidence{
