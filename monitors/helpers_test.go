@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
-	"github.com/gauntlet-dev/gauntlet/internal/valkeytest"
+	"github.com/gauntlet-dev/gauntlet/internal/testing/valkeytest"
 	"github.com/gauntlet-dev/gauntlet/model"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/gauntlet-dev/gauntlet/internal/valkeytest"
+	"github.com/gauntlet-dev/gauntlet/internal/testing/valkeytest"
 	"github.com/gauntlet-dev/gauntlet/model"
 )
 

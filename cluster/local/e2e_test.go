@@ -32,7 +32,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/coredns"
 	"github.com/gauntlet-dev/gauntlet/internal/pidfile"
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
-	"github.com/gauntlet-dev/gauntlet/internal/valkeykit"
+	"github.com/gauntlet-dev/gauntlet/internal/testing/valkeykit"
 )
 
 // Environment variables that turn the test binary into a helper process.

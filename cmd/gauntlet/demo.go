@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gauntlet-dev/gauntlet/internal/demo"
+	"github.com/gauntlet-dev/gauntlet/cmd/gauntlet/internal/demo"
 )
 
 func newDemoCmd(g *globals) *cobra.Command {

@@ -23,7 +23,7 @@
 //	go run ./hack/oatrecord -only clean-failover
 //
 // It needs valkey-server (or redis-server, or $GAUNTLET_VALKEY_SERVER), started as
-// the tests start theirs (internal/valkeytest). The fixtures are committed:
+// the tests start theirs (internal/testing/valkeytest). The fixtures are committed:
 // tests never run it.
 package main
 
@@ -47,7 +47,7 @@ import (
 	vk "github.com/valkey-io/valkey-go"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/gauntlet-dev/gauntlet/internal/valkeytest"
+	"github.com/gauntlet-dev/gauntlet/internal/testing/valkeytest"
 	"github.com/gauntlet-dev/gauntlet/model"
 	"github.com/gauntlet-dev/gauntlet/monitors"
 )
@@ -274,7 +274,7 @@ func (c *cluster) start(dir string, i, port int) error {
 	return nil
 }
 
-// launch starts the server of s (internal/valkeytest: no persistence) with its
+// launch starts the server of s (internal/testing/valkeytest: no persistence) with its
 // files below dir and the extra arguments, listening on its pod IP; it
 // announces that IP to its primary (a replica's connections come from
 // 127.0.0.1, where a pod's come from its IP), so that FAILOVER TO finds the

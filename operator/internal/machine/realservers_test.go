@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
-	"github.com/gauntlet-dev/gauntlet/internal/valkeytest"
+	"github.com/gauntlet-dev/gauntlet/internal/testing/valkeytest"
 	"github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/conf"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/valkey"

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
-	"github.com/gauntlet-dev/gauntlet/internal/valkeytest"
+	"github.com/gauntlet-dev/gauntlet/internal/testing/valkeytest"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/valkey"
 )
 

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/gauntlet-dev/gauntlet/cluster/backends"
-	"github.com/gauntlet-dev/gauntlet/internal/valkeykit"
+	"github.com/gauntlet-dev/gauntlet/internal/testing/valkeykit"
 )
 
 // Options configure Run.
