@@ -132,6 +132,26 @@ func (g *Generator) podCapacity() int {
 	return DefaultPodCapacity
 }
 
+// checkPodEstimate drops the pod estimate when it says the seed alone is beyond the test
+// cluster's capacity: the seed must run there (the campaign stops if it does not), so the fields
+// the estimate reads do not count pods (cert-manager's spec.privateKey.size: 2048, a key size
+// named like a replica count, made every Certificate case "beyond capacity, about 256 pods"). The
+// seed's warnings say so, and no case is held back for capacity.
+func (g *Generator) checkPodEstimate() {
+	if len(g.pods) == 0 {
+		return
+	}
+	n, capacity := podsOf(g.pods, g.base), g.podCapacity()
+	if n <= capacity {
+		return
+	}
+	w := fmt.Sprintf("pod estimate dropped: %s would make the seed alone about %d pods, more than the test cluster's %d, yet the seed runs there; those fields do not count pods, so no case is held back for capacity",
+		strings.Join(g.PodFields(), ", "), n, capacity)
+	g.seedWarnings = append(g.seedWarnings, w)
+	g.log.Warn("seed", "warning", w)
+	g.pods = nil
+}
+
 // estimatePods sets the test case's peak pod estimate over its states and makes a valid case
 // that asks for more pods than the test cluster holds a misoperation: it cannot converge there.
 func (g *Generator) estimatePods(tc *TestCase, states []map[string]any) {

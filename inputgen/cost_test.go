@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/gauntlet-dev/gauntlet/inputgen/crd"
 )
 
 // TestPodEstimatesSharded checks, on the shared real-world CRDs of sharded and replicated
@@ -64,5 +66,70 @@ func TestPodEstimatesSharded(t *testing.T) {
 	}
 	if found != len(want) {
 		t.Fatalf("found %d of the %d operators in the shared CRDs", found, len(want))
+	}
+}
+
+// TestPodEstimateSeedBeyondCapacity is cert-manager's Certificate: spec.privateKey.size (a key size
+// of 2048, named like a replica count) made every case "beyond the test cluster's capacity (about
+// 256 pods)" and a misoperation, although the seed itself runs. An estimate that puts the seed
+// beyond capacity reads fields that do not count pods: it is dropped, with a seed warning.
+func TestPodEstimateSeedBeyondCapacity(t *testing.T) {
+	crds, err := crd.Parse([]byte(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: certificates.test.gauntlet.dev}
+spec:
+  group: test.gauntlet.dev
+  names: {kind: Certificate, plural: certificates}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          apiVersion: {type: string}
+          kind: {type: string}
+          metadata: {type: object}
+          spec:
+            type: object
+            properties:
+              commonName: {type: string}
+              secretName: {type: string}
+              privateKey:
+                type: object
+                properties:
+                  algorithm: {type: string, enum: [RSA, ECDSA]}
+                  size: {type: integer}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := crd.NewSchema(crds[0], "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := map[string]any{"apiVersion": "test.gauntlet.dev/v1", "kind": "Certificate", "metadata": map[string]any{"name": "c"},
+		"spec": map[string]any{"commonName": "example.com", "secretName": "c-tls", "privateKey": map[string]any{"algorithm": "RSA", "size": int64(2048)}}}
+	g := mustGenerator(t, s, seed, Options{Seed: 1, Workers: 1})
+	plan, err := g.Plan(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	warned := false
+	for _, w := range plan.SeedWarnings {
+		warned = warned || strings.Contains(w, "pod estimate dropped")
+	}
+	if !warned {
+		t.Errorf("no seed warning says the pod estimate was dropped: %q", plan.SeedWarnings)
+	}
+	if plan.SeedPods != 0 || len(plan.PodFields) != 0 {
+		t.Errorf("the plan still estimates pods from %q (seed: %d)", plan.PodFields, plan.SeedPods)
+	}
+	for _, tc := range plan.TestCases {
+		if tc.Pods > 0 || strings.Contains(tc.Description, "capacity") {
+			t.Errorf("%s: %d pods estimated, %s: %s", tc.ID, tc.Pods, tc.Label, tc.Description)
+		}
 	}
 }

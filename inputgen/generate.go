@@ -132,6 +132,7 @@ func NewGenerator(s *crd.Schema, seed map[string]any, opts Options) (*Generator,
 	if err := g.setSeed(seed); err != nil {
 		return nil, err
 	}
+	g.checkPodEstimate()
 	for _, ex := range opts.Examples {
 		g.pool.Mine(s, ex, SourceExample)
 	}
