@@ -230,5 +230,5 @@ func (d *Deployment) injector(ctx context.Context) (faults.Injector, string, err
 // and whether the custom resource (key cr) reports its current generation
 // where its status publishes observedGeneration.
 func Readiness(objs map[string]model.Object, cr string) (notReady []string, generationObserved bool) {
-	return readinessOf(objs, cr, false)
+	return replay.Readiness(objs, cr, false)
 }

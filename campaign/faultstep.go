@@ -383,9 +383,7 @@ func (s *session) wait(ctx context.Context, start time.Time) (time.Time, []strin
 	}
 	at, notReady, err := waitConverged(ctx, opts, s.watch.q, start, func() (map[string]model.Object, string) {
 		objs := s.watch.objects()
-		if _, ok := num(get(objs[s.crKey], "status", "observedGeneration")); ok {
-			s.r.publishesGen.Store(true)
-		} else if _, ok := conditionsObservedGeneration(objs[s.crKey]); ok {
+		if _, ok := replay.ObservedGeneration(objs[s.crKey]); ok {
 			s.r.publishesGen.Store(true)
 		}
 		return objs, s.crKey

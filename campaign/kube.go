@@ -197,17 +197,17 @@ func (k *kube) waitFor(ctx context.Context, w targets.WaitCondition) error {
 		}
 		u := unstructured.Unstructured{Object: obj}
 		if w.Condition != "" {
-			if condTrue(u.Object, w.Condition) {
+			if replay.CondTrue(u.Object, w.Condition) {
 				return true, nil
 			}
 			last = "condition " + w.Condition + " not True"
 			return false, nil
 		}
 		if w.Kind == "CustomResourceDefinition" {
-			return condTrue(u.Object, "Established"), nil
+			return replay.CondTrue(u.Object, "Established"), nil
 		}
 		key := objectKey(u.Object, u.GroupVersionKind().Group, u.GroupVersionKind().Version, w.Kind)
-		nr, _ := readinessOf(map[string]model.Object{key: u.Object}, "", false)
+		nr, _ := replay.Readiness(map[string]model.Object{key: u.Object}, "", false)
 		last = strings.Join(nr, "; ")
 		return len(nr) == 0, nil
 	})

@@ -274,6 +274,16 @@ func ConditionsObservedGeneration(o model.Object) (int64, bool) {
 	return best, found
 }
 
+// ObservedGeneration is the generation the CR's status says the operator
+// has seen: status.observedGeneration, or for operators that publish it per
+// condition only (cert-manager's Certificate) the newest condition's.
+func ObservedGeneration(o model.Object) (int64, bool) {
+	if og, ok := num(get(o, "status", "observedGeneration")); ok {
+		return og, true
+	}
+	return ConditionsObservedGeneration(o)
+}
+
 // Readiness lists what is not ready among objs (pods, Deployments,
 // StatefulSets, DaemonSets) and whether the CR (key cr) reports its current
 // generation, where its status publishes observedGeneration at all (always,
@@ -292,12 +302,7 @@ func Readiness(objs map[string]model.Object, cr string, requireGen bool) ([]stri
 		}
 		if key == cr {
 			gen, _ := num(get(o, "metadata", "generation"))
-			og, ok := num(get(o, "status", "observedGeneration"))
-			if !ok {
-				// Operators that publish it per condition only (cert-manager's
-				// Certificate): the newest condition's.
-				og, ok = ConditionsObservedGeneration(o)
-			}
+			og, ok := ObservedGeneration(o)
 			if (ok && og < gen) || (!ok && requireGen) {
 				genOK = false
 			}
