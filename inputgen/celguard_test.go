@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/gauntlet-dev/gauntlet/inputgen/crd"
 )
 
 // guardString renders guards compactly: "tls <- mode equals cluster, size exists".
@@ -173,7 +171,7 @@ func TestRuleGuardCoverage(t *testing.T) {
 // TestUncoveredByRule: a property whose only valid values a rule the generator cannot solve
 // forbids is counted in the plan's stats.
 func TestUncoveredByRule(t *testing.T) {
-	crds, err := crd.Parse([]byte(`apiVersion: apiextensions.k8s.io/v1
+	s := mustSchema(t, `apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata: {name: locks.test.gauntlet.dev}
 spec:
@@ -199,14 +197,7 @@ spec:
             properties:
               key: {type: string, enum: [abc]}
               code: {type: string}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := crd.NewSchema(crds[0], "")
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	g, err := NewGenerator(s, map[string]any{"apiVersion": "test.gauntlet.dev/v1", "kind": "Lock",
 		"metadata": map[string]any{"name": "l"}, "spec": map[string]any{"key": "abc"}}, Options{Seed: 1})
 	if err != nil {

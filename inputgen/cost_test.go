@@ -74,7 +74,7 @@ func TestPodEstimatesSharded(t *testing.T) {
 // 256 pods)" and a misoperation, although the seed itself runs. An estimate that puts the seed
 // beyond capacity reads fields that do not count pods: it is dropped, with a seed warning.
 func TestPodEstimateSeedBeyondCapacity(t *testing.T) {
-	crds, err := crd.Parse([]byte(`apiVersion: apiextensions.k8s.io/v1
+	s := mustSchema(t, `apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata: {name: certificates.test.gauntlet.dev}
 spec:
@@ -102,14 +102,7 @@ spec:
                 properties:
                   algorithm: {type: string, enum: [RSA, ECDSA]}
                   size: {type: integer}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := crd.NewSchema(crds[0], "")
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	seed := map[string]any{"apiVersion": "test.gauntlet.dev/v1", "kind": "Certificate", "metadata": map[string]any{"name": "c"},
 		"spec": map[string]any{"commonName": "example.com", "secretName": "c-tls", "privateKey": map[string]any{"algorithm": "RSA", "size": int64(2048)}}}
 	g := mustGenerator(t, s, seed, Options{Seed: 1, Workers: 1})
@@ -132,4 +125,18 @@ spec:
 			t.Errorf("%s: %d pods estimated, %s: %s", tc.ID, tc.Pods, tc.Label, tc.Description)
 		}
 	}
+}
+
+// mustSchema is the schema of the first CRD in crdYAML.
+func mustSchema(t *testing.T, crdYAML string) *crd.Schema {
+	t.Helper()
+	crds, err := crd.Parse([]byte(crdYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := crd.NewSchema(crds[0], "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
