@@ -7,9 +7,10 @@ import (
 	"hash/fnv"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"runtime"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -657,38 +658,32 @@ func satisfied(preds []Predicate, state map[string]any) bool {
 // effectiveAlong lists the properties whose effective values differ along base -> states[0] ->
 // states[1] ... (effectiveChanges).
 func (g *Generator) effectiveAlong(base map[string]any, states []map[string]any) []string {
-	set := map[string]bool{}
-	prev := base
-	for _, st := range states {
+	return along(base, states, func(prev, st map[string]any, set map[string]bool) {
 		for _, p := range g.effectiveChanges(prev, st) {
 			set[p] = true
 		}
-		prev = st
-	}
-	out := make([]string, 0, len(set))
-	for k := range set {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	})
 }
 
 // covered lists the properties whose values differ along base -> states[0] -> states[1] ...
 func (g *Generator) covered(base map[string]any, states []map[string]any) []string {
-	set := map[string]bool{}
-	prev := base
-	for _, st := range states {
+	return along(base, states, func(prev, st map[string]any, set map[string]bool) {
 		for _, e := range jsonv.Diff(prev, st) {
 			g.markEdit(set, e)
 		}
+	})
+}
+
+// along walks base -> states[0] -> states[1] ..., letting mark add the properties each pair of
+// consecutive states changes, and returns them sorted.
+func along(base map[string]any, states []map[string]any, mark func(prev, st map[string]any, set map[string]bool)) []string {
+	set := map[string]bool{}
+	prev := base
+	for _, st := range states {
+		mark(prev, st, set)
 		prev = st
 	}
-	out := make([]string, 0, len(set))
-	for k := range set {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(set))
 }
 
 // markEdit marks the property an edit touches, its ancestors and every property inside the new
