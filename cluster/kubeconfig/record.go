@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/cluster/hoststate"
+	"github.com/gauntlet-dev/gauntlet/internal/atomicfile"
 )
 
 // record is what the state root keeps of a view (DIR/NAME/record.json, beside
@@ -77,7 +78,7 @@ func newView(root string, r record) (*view, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "record.json"), b, 0o644); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, "record.json"), b, 0o644); err != nil {
 		return nil, fmt.Errorf("kubeconfig: record view %s: %w", r.Name, err)
 	}
 	f, err := os.OpenFile(filepath.Join(dir, createdFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
