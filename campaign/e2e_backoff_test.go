@@ -16,8 +16,8 @@ import (
 )
 
 // END-TO-END, CPU-BURNING: a short campaign of two workers runs beside busy
-// processes that keep every core saturated (one per core, at the test's own
-// priority, so that the campaign gets about half the CPU). The capacity gate must engage
+// processes that keep every core saturated (four per core, at the test's own
+// priority), started once the host is saturated as the gate judges it. The capacity gate must engage
 // (an iteration held back while the host was saturated) and no step may time
 // out or get stuck: a loaded host slows the campaign down instead of raising
 // timing alarms. It saturates the machine while it runs; run it alone.
@@ -41,7 +41,9 @@ func TestE2EBackoffBesideCPUBurner(t *testing.T) {
 	// The burner: busy shells, stopped with their process group.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	for range runtime.NumCPU() {
+	// Four busy processes per core: the gate's rule wants a load of 3 per core
+	// beside high pressure, which one per core never reaches without other work.
+	for range 4 * runtime.NumCPU() {
 		cmd := exec.CommandContext(ctx, "sh", "-c", "while :; do :; done")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
@@ -51,10 +53,23 @@ func TestE2EBackoffBesideCPUBurner(t *testing.T) {
 		t.Cleanup(func() { _ = cmd.Wait() })
 	}
 	t.Cleanup(cancel) // before the Waits above (cleanups run last first)
-	// Let the ten-second pressure average see the burner.
-	time.Sleep(12 * time.Second)
-	if s, err := proc.Sample(); err == nil {
-		t.Logf("host beside the burner: CPU pressure %.0f%% (PSI %v), load %.1f on %d cores", s.CPUSome, s.HasPSI, s.Load1, s.CPUs)
+	// Wait until the host is saturated as the gate judges it: the one-minute
+	// load average takes a minute or two to climb to 3 per core.
+	th := capacity.DefaultThresholds(total)
+	for deadline := time.Now().Add(3 * time.Minute); ; {
+		s, err := proc.Sample()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sat, why := capacity.Saturated(false, s, th)
+		if sat {
+			t.Logf("host beside the burner: saturated: %s", why)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the burner did not saturate the host in 3 minutes (CPU pressure %.0f%%, PSI %v, load %.1f on %d cores): %s", s.CPUSome, s.HasPSI, s.Load1, s.CPUs, why)
+		}
+		time.Sleep(2 * time.Second)
 	}
 
 	t0 := time.Now()
