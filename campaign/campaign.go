@@ -477,6 +477,7 @@ func (r *runner) startEnvs(ctx context.Context, n int, tag string) ([]*env, time
 				return err
 			}
 			k.stateDir = stateDir
+			k.viewOn = r.cfg.OperatorView
 			if err := k.deploy(gctx, r.target, stateDir); err != nil {
 				return fmt.Errorf("cluster %s: deploy the operator: %w", name, err)
 			}

@@ -32,6 +32,10 @@ type Config struct {
 	// SharedCluster runs every worker in its own namespace of one cluster instead of one
 	// cluster per worker (less memory; the operator's log is then shared).
 	SharedCluster bool
+	// OperatorView puts a view proxy (package view) between each cluster's
+	// operator and its API server, recorded in each step's view.jsonl (the
+	// embedded cluster only). Off: the operator talks to the API server.
+	OperatorView bool
 	// Workers is the number of parallel workers (default 1; `gauntlet run`
 	// picks it with capacity.Decide unless --workers N forces it).
 	Workers int

@@ -36,7 +36,7 @@ type Deployment struct {
 // steps in order (CRDs, namespaces and RBAC first within a step, each step's
 // wait conditions and pause), then the out-of-cluster operator command when
 // the target has one. log may be nil. Call Stop before deleting the cluster.
-func Deploy(ctx context.Context, c cluster.Cluster, t *targets.Target, log *slog.Logger) (*Deployment, error) {
+func Deploy(ctx context.Context, c cluster.Cluster, t *targets.Target, log *slog.Logger, opts ...DeployOption) (*Deployment, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -49,6 +49,9 @@ func Deploy(ctx context.Context, c cluster.Cluster, t *targets.Target, log *slog
 		return nil, fmt.Errorf("operator state folder: %w", err)
 	}
 	k.stateDir = stateDir
+	for _, o := range opts {
+		o(k)
+	}
 	if err := k.deploy(ctx, t, stateDir); err != nil {
 		k.stop()
 		return nil, fmt.Errorf("cluster %s: deploy the operator of target %s: %w", c.Name(), t.Name, err)

@@ -1,6 +1,7 @@
 package campaign
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -24,6 +25,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/model"
 	"github.com/gauntlet-dev/gauntlet/replay"
 	"github.com/gauntlet-dev/gauntlet/targets"
+	"github.com/gauntlet-dev/gauntlet/view"
 )
 
 // FieldManager is the server-side apply field manager of every desired state.
@@ -46,6 +48,11 @@ type kube struct {
 	stateDir string
 	opLogOff int64
 	opDone   chan struct{}
+
+	// viewOn puts the view proxy in front of the operator (view.go).
+	viewOn  bool
+	view    *view.Proxy
+	viewBuf *bytes.Buffer
 }
 
 func newKube(c cluster.Cluster, log *slog.Logger) (*kube, error) {
@@ -130,6 +137,11 @@ func (k *kube) deploy(ctx context.Context, t *targets.Target, stateDir string) e
 		for _, o := range objs {
 			for _, img := range usePreloaded(o, preloaded) {
 				k.log.Info("the cluster pulls no image: a container that would pull its loaded image Always uses it as it is (imagePullPolicy IfNotPresent)", "image", img, "kind", o["kind"])
+			}
+			if k.viewOn && step.Operator && o["kind"] == "Deployment" {
+				if err := k.pointAtView(ctx, o); err != nil {
+					return fmt.Errorf("deploy step %d: %w", i+1, err)
+				}
 			}
 			if err := replay.Retry(ctx, 30*time.Second, func() error { return k.Apply(ctx, o, step.Namespace) }); err != nil {
 				return fmt.Errorf("deploy step %d (%s): %w", i+1, step.Manifests, err)
@@ -240,6 +252,7 @@ func (k *kube) startOperator(command []string, stateDir string) error {
 
 // stop ends an out-of-cluster operator.
 func (k *kube) stop() {
+	k.stopView()
 	if k.opCmd != nil && k.opCmd.Process != nil {
 		_ = k.opCmd.Process.Signal(os.Interrupt)
 		select {

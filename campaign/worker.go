@@ -501,6 +501,9 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 		}); err != nil {
 			return nil, nil, err
 		}
+		if err := s.env.kube.writeViewRecord(filepath.Join(s.r.dir, rel)); err != nil {
+			return nil, nil, err
+		}
 	}
 	files := time.Since(t3)
 	// The journal append is timed before the record is written: its own figure is the

@@ -35,8 +35,10 @@ type Config struct {
 	// Upstream reaches the API server: its address and TLS trust are used, its
 	// credentials never (each request carries the operator's own).
 	Upstream *rest.Config
-	// Listen is the address to listen on (default "127.0.0.1:0").
-	Listen string
+	// Listen is the address to listen on (default "127.0.0.1:0"), unless
+	// Listener is set: then the proxy serves on it (and closes it).
+	Listen   string
+	Listener net.Listener
 	// Cert is the serving certificate; nil serves plain HTTP.
 	Cert *tls.Certificate
 	// Restart restarts the operator after a crash-after-write cut (nil: the
@@ -101,10 +103,12 @@ func Start(ctx context.Context, cfg Config) (*Proxy, error) {
 	if target.Scheme == "" {
 		target.Scheme = "https"
 	}
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", cfg.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("view: listen on %s: %w", cfg.Listen, err)
+	ln := cfg.Listener
+	if ln == nil {
+		var lc net.ListenConfig
+		if ln, err = lc.Listen(ctx, "tcp", cfg.Listen); err != nil {
+			return nil, fmt.Errorf("view: listen on %s: %w", cfg.Listen, err)
+		}
 	}
 	p := &Proxy{
 		cfg: cfg, log: cfg.Log, ln: ln, transport: transport, target: target,

@@ -94,6 +94,9 @@ type Cluster struct {
 	delErr  error
 	timings map[string]time.Duration
 	apiPort int
+	// podAPIPorts are the ports of ListenForPods' listeners (proxies to the API server).
+	podPortsMu  sync.Mutex
+	podAPIPorts []uint16
 }
 
 var nameRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,19}$`)

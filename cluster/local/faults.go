@@ -106,14 +106,15 @@ func (c *Cluster) Partition(ctx context.Context, name string, a, b []PodRef) err
 }
 
 // PartitionFromAPIServer cuts the pods off from the API server (directly and
-// through the kubernetes Service) until Heal(name). The kubelet's probes still
+// through the kubernetes Service, and through the proxies ListenForPods serves)
+// until Heal(name). The kubelet's probes still
 // reach them, as on a real node where the kubelet is local.
 func (c *Cluster) PartitionFromAPIServer(ctx context.Context, name string, pods []PodRef) error {
 	ips, err := c.podIPs(ctx, pods)
 	if err != nil {
 		return err
 	}
-	return c.net.PartitionHostPorts(ctx, name, ips, []uint16{uint16(c.apiPort)})
+	return c.net.PartitionHostPorts(ctx, name, ips, c.apiPorts())
 }
 
 // PartitionFromHost cuts the pods off from the host entirely (API server, kubelet
