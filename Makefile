@@ -141,9 +141,21 @@ bench: deps controlplane coredns build
 	@echo "bench: Valkey operator (create to Ready, failover, memory with 10 clusters)" >&2
 	@$(GO) test -run '^$$' -bench BenchmarkE2E -benchtime 1x -count 1 ./operator/e2e/
 
-## bench-bugs: a campaign against each seeded bug (operator/testdata/bugs) and the clean operator; prints which oracle caught what
+## bench-bugs: a campaign against each seeded bug (operator/testdata/bugs) and the clean operator; prints which oracle caught what.
+## MODE=tuned (default): each bug's own test cases and fault script. MODE=untuned: each bug's operator, and the clean one,
+## under the user's untuned command (gauntlet run --target valkey --faults all --budget BUGS_BUDGET --workers BUGS_WORKERS)
+## per seed of BUGS_SEEDS: caught (by which oracle, at which step), reached but missed, or not reached; the clean operator's
+## alarm groups per seed (goal 0); results in bench-results/bugs-untuned (BUGS="01-…,02-…" selects bugs). MODE=both runs both.
+MODE ?= tuned
+BUGS_SEEDS ?= 1 2 3
+BUGS_BUDGET ?= 8m
+BUGS_WORKERS ?= 2
+BUGS ?=
 bench-bugs: deps controlplane coredns build
-	@GAUNTLET_BENCH_BUGS_RUN=1 $(GO) test -count=1 -timeout 60m -run '^TestBenchBugs$$' -v ./bench/bugs/
+	@case "$(MODE)" in tuned|untuned|both) ;; *) echo "bench-bugs: MODE=$(MODE): want tuned, untuned or both" >&2; exit 2;; esac
+	@if [ "$(MODE)" != untuned ]; then GAUNTLET_BENCH_BUGS_RUN=1 $(GO) test -count=1 -timeout 60m -run '^TestBenchBugs$$' -v ./bench/bugs/; fi
+	@if [ "$(MODE)" != tuned ]; then $(GO) run ./bench/bugs/untuned -gauntlet $(BIN)/gauntlet -seeds "$(BUGS_SEEDS)" -budget $(BUGS_BUDGET) \
+		-workers $(BUGS_WORKERS) -bugs "$(BUGS)" -out bench-results/bugs-untuned; fi
 
 ## bench-inputgen: for every CRD in ../shared/crds, coverage, semantic mapping, generation time and the share of
 ## valid test cases the API server accepts once their core-typed values are rendered into real objects, with and

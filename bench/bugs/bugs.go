@@ -63,6 +63,10 @@ type Bug struct {
 	// selector naming a node of the embedded cluster rather than a generated
 	// one no node has).
 	Examples []map[string]any
+	// Trigger is what exercises the bug, read against an untuned campaign's
+	// recorded steps (reached or not); the untuned mode ignores Cases,
+	// Replicas, Spec, Faults and Examples.
+	Trigger Trigger
 }
 
 // Apply adapts a benchmark campaign configuration to the bug: its seed size and faults.
@@ -112,34 +116,59 @@ func NodeSelectorExample() map[string]any {
 // Catalog is what the benchmark knows about each patch (keyed by name).
 var catalog = map[string]Bug{
 	"01-resources-ignored": {Pattern: "a property the operator ignores",
-		Cases: []string{"spec.resources#resources/raise", "spec.config#config/add-key"}, Expect: []string{"consistency"}},
+		Cases: []string{"spec.resources#resources/raise", "spec.config#config/add-key"}, Expect: []string{"consistency"},
+		Trigger: Trigger{What: "a valid step that sets spec.resources to a new, non-empty value",
+			Changes: []Change{{Path: "spec.resources", Set: true}}}},
 	"02-pdb-never-deleted": {Pattern: "a change that can't be undone (a feature that can't be disabled)",
-		Cases: []string{"spec.podDisruptionBudget.enabled#boolean/flip", "spec.config#config/add-key"}, Expect: []string{"consistency", "differential"}},
+		Cases: []string{"spec.podDisruptionBudget.enabled#boolean/flip", "spec.config#config/add-key"}, Expect: []string{"consistency", "differential"},
+		Trigger: Trigger{What: "a valid step that sets spec.podDisruptionBudget.enabled to false, or spec.replicas to 1 (the PDB no longer wanted)",
+			Changes: []Change{{Path: "spec.podDisruptionBudget.enabled", To: false}, {Path: "spec.replicas", To: int64(1)}}}},
 	"03-sts-update-waits-for-ready": {Pattern: "a stuck state after a failed step blocks rollback",
-		Cases: []string{"spec.replicas#replicas/beyond-capacity", "spec.config#config/add-key"}, Expect: []string{"recovery", "consistency"}},
+		Cases: []string{"spec.replicas#replicas/beyond-capacity", "spec.config#config/add-key"}, Expect: []string{"recovery", "consistency"},
+		Trigger: Trigger{What: "a change (apply or rollback) right after a step that left pods not ready (timed out, stuck, or not ready when it settled)",
+			Unready: true, Misoperations: true}},
 	"04-config-default-overrules-user": {Pattern: "a field merged so that the user's value is silently overruled",
-		Cases: []string{"spec.config#config/change-key", "spec.config#config/add-key"}, Expect: []string{"consistency"}},
+		Cases: []string{"spec.config#config/change-key", "spec.config#config/add-key"}, Expect: []string{"consistency"},
+		Trigger: Trigger{What: "a valid step that sets spec.config's maxmemory-policy (a key the operator has a default for) to a new value",
+			Changes: []Change{{Path: "spec.config.maxmemory-policy", Set: true}}}},
+	// The live keys are never applied when the pass that sees a new generation
+	// ends before a primary serves: the seed's creation is such a pass, and the
+	// system-state oracle reads the effective config (the measured tuned run
+	// caught it with both).
 	"05-config-edge-triggered": {Pattern: "a step skipped when the pass that should do it is cut short (level-triggering)",
-		Cases: []string{"spec.config#config/add-key", "spec.config#config/change-key"}, Expect: []string{"differential"}},
+		Cases: []string{"spec.config#config/add-key", "spec.config#config/change-key"}, Expect: []string{"differential", "system-state"},
+		Trigger: Trigger{What: "a seed with spec.config (its live keys are due on the creation pass), or a valid spec.config change",
+			Seed: "spec.config", Changes: []Change{{Path: "spec.config"}}}},
 	"06-config-not-applied-live": {Pattern: "a config key written to the ConfigMap but never applied live (OAT)",
-		Cases: []string{"spec.config#config/change-key", "spec.config#config/add-key"}, Expect: []string{"system-state"}},
+		Cases: []string{"spec.config#config/change-key", "spec.config#config/add-key"}, Expect: []string{"system-state"},
+		Trigger: Trigger{What: "a seed with spec.config (a live key set on the primary), or a valid spec.config change",
+			Seed: "spec.config", Changes: []Change{{Path: "spec.config"}}}},
 	"07-failover-lowest-offset": {Pattern: "a failover that promotes the replica with the lowest offset (OAT)",
 		// One replica lags behind a partition while the writes are acknowledged by the other;
 		// then the primary crashes: only the replica with the highest offset holds them all.
 		Cases: []string{"spec.config#config/add-key"}, Expect: []string{"durability"}, Replicas: 3, Hold: 10 * time.Second,
 		Faults: []campaign.FaultPlan{{Kind: campaign.FaultPartition, Role: "replica", After: 4 * time.Second,
-			Then: &campaign.FaultPlan{Kind: campaign.FaultContainerCrash, Role: "primary"}}}},
+			Then: &campaign.FaultPlan{Kind: campaign.FaultContainerCrash, Role: "primary"}}},
+		Trigger: Trigger{What: "a container-crash or pod-kill of the primary (a failover that chooses by offset)",
+			Faults: []FaultTrigger{{Kind: string(campaign.FaultContainerCrash), Role: "primary"}, {Kind: string(campaign.FaultPodKill), Role: "primary"}}}},
 	"08-unreachable-primary-keeps-label": {Pattern: "a returning old primary still labelled primary (split brain, OAT)",
 		Cases: []string{"spec.config#config/add-key"}, Expect: []string{"split-brain"}, Replicas: 3, Hold: 12 * time.Second,
-		Faults: []campaign.FaultPlan{{Kind: campaign.FaultPodFailure, Role: "primary"}}},
+		Faults: []campaign.FaultPlan{{Kind: campaign.FaultPodFailure, Role: "primary"}},
+		Trigger: Trigger{What: "a pod-failure (freeze) of the primary held 6 s or more (beyond failover.downAfter, 5 s: a failover while it is away)",
+			Faults: []FaultTrigger{{Kind: string(campaign.FaultPodFailure), Role: "primary", MinHold: 6 * time.Second}}}},
 	"09-roll-primary-before-sync": {Pattern: "a roll that restarts the primary before its replicas are in sync (Sieve/Anvil)",
-		Cases: []string{"spec.image#image/downgrade"}, Expect: []string{"roll-safety"}, Replicas: 3},
+		Cases: []string{"spec.image#image/downgrade"}, Expect: []string{"roll-safety"}, Replicas: 3,
+		Trigger: Trigger{What: "with 3 pods or more, a valid change of a pod-template field (image, resources, security contexts, scheduling, grace period, exporter): a rolling restart",
+			MinReplicas: 3, Changes: []Change{{Path: "spec.image"}, {Path: "spec.resources"}, {Path: "spec.containerSecurityContext"}, {Path: "spec.podSecurityContext"},
+				{Path: "spec.scheduling"}, {Path: "spec.terminationGracePeriodSeconds"}, {Path: "spec.exporter"}}}},
 	"10-node-selector-prefixed-keys-dropped": {Pattern: "a property the operator ignores for some keys (map keys with a prefix: kubernetes.io/hostname)",
 		Cases: []string{"spec.scheduling.nodeSelector#map/add-key", "spec.config#config/add-key"}, Expect: []string{"consistency"},
 		// An empty selector in the seed (no constraint) makes the case change one key of a map
 		// that exists, so the step's changed path is the quoted key itself, not spec.scheduling.
 		Spec:     map[string]any{"scheduling": map[string]any{"nodeSelector": map[string]any{}}},
-		Examples: []map[string]any{NodeSelectorExample()}},
+		Examples: []map[string]any{NodeSelectorExample()},
+		Trigger: Trigger{What: "a valid step that adds a spec.scheduling.nodeSelector key with a prefix (a key holding \"/\")",
+			Changes: []Change{{Path: "spec.scheduling.nodeSelector", NewKey: "/"}}}},
 }
 
 // Load lists the seeded bugs under repoRoot/Dir, in name order.
