@@ -302,8 +302,12 @@ func WriteUntunedTable(w io.Writer, rows []UntunedRow) error {
 		if c.Err != nil {
 			_, err = fmt.Fprintf(w, "clean operator, seed %d: campaign failed: %v\n", c.Seed, c.Err)
 		} else {
-			_, err = fmt.Fprintf(w, "clean operator, seed %d: %d alarm groups (goal 0) %s, %d misoperation groups; %d steps in %s\n",
-				c.Seed, c.Alarms, oracleList(c.AlarmOracles), c.Misoperations, c.Steps, c.Duration.Round(time.Second))
+			by := ""
+			if len(c.AlarmOracles) > 0 {
+				by = " " + oracleList(c.AlarmOracles)
+			}
+			_, err = fmt.Fprintf(w, "clean operator, seed %d: %d alarm groups (goal 0)%s, %d misoperation groups; %d steps in %s\n",
+				c.Seed, c.Alarms, by, c.Misoperations, c.Steps, c.Duration.Round(time.Second))
 		}
 		if err != nil {
 			return err

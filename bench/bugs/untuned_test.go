@@ -237,7 +237,7 @@ func TestUntunedTable(t *testing.T) {
 	for _, want := range []string{
 		"01-x 1 caught consistency(1) w1/s4 (2m30s) w1/s4 (2m30s): spec.resources changed - 38",
 		"08-y 1 not reached - - - health(1) 41",
-		"clean operator, seed 1: 0 alarm groups (goal 0) -, 2 misoperation groups; 40 steps",
+		"clean operator, seed 1: 0 alarm groups (goal 0), 2 misoperation groups; 40 steps",
 		"clean operator, seed 2: 1 alarm groups (goal 0) consistency(1)",
 		"reached, 08-y: a freeze",
 	} {
