@@ -946,7 +946,7 @@ func (c *Consistency) report(t *model.Transition, p property, ix *stateIndex, fs
 	ev := []model.Evidence{{Object: crKey, Path: p.path.String(), Expected: p.des, Actual: nil,
 		Detail: fmt.Sprintf("desired %s; previously %s", renderOpt(p.des, p.hasDes), renderOpt(p.prev, p.hasPrev))}}
 	if how == "removed" {
-		ev[0].Detail = fmt.Sprintf("removed; previously %s", renderOpt(p.prev, p.hasPrev))
+		ev[0].Detail = removedDetail + renderOpt(p.prev, p.hasPrev)
 	}
 	if summary == "" {
 		if how == "removed" {
@@ -977,9 +977,9 @@ func (c *Consistency) report(t *model.Transition, p property, ix *stateIndex, fs
 			if i == 3 {
 				break
 			}
-			val, detail := n.val, "still reflects the removed value"
+			val, detail := n.val, stillDetail
 			if lv, found := textValue(n.val, key); found {
-				val, detail = lv, fmt.Sprintf("this field still sets %s", key)
+				val, detail = lv, stillLineDetail+key
 			}
 			ev = append(ev, model.Evidence{Object: n.obj, Path: n.path.String(), Actual: val, Detail: detail})
 		}

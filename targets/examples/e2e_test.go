@@ -51,6 +51,8 @@ type cleanCampaign struct {
 	ownLog  string // a string only the operator's own log output holds
 	// provider, when set, makes the clusters (default: the embedded cluster, one node).
 	provider cluster.Provider
+	// out, when set, is the results folder (default: a temporary one).
+	out string
 }
 
 // run runs the campaign on the embedded cluster (three desired states, or one
@@ -72,7 +74,10 @@ func (c cleanCampaign) run(t *testing.T) {
 	if os.Getenv("GAUNTLET_E2E_LOG") != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	out := filepath.Join(t.TempDir(), "results")
+	out := c.out
+	if out == "" {
+		out = filepath.Join(t.TempDir(), "results")
+	}
 	if d := os.Getenv("GAUNTLET_E2E_KEEP"); d != "" {
 		out = d
 	}

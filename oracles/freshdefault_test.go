@@ -1,0 +1,62 @@
+package oracles
+
+import (
+	"testing"
+
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
+	"github.com/gauntlet-dev/gauntlet/model"
+)
+
+// A removed property whose previous value a fresh creation of the same desired
+// state also holds is the operator's default (cert-manager's ECDSA key size
+// 256 and duration 2160h, set explicitly by the seed); one a fresh creation
+// holds differently, or whose object it lacks, is still a finding.
+func TestRemovalDefaulted(t *testing.T) {
+	prev := loadSnapshot(t, "s0")
+	prevD := desiredOf(prev)
+	d := jsonv.CopyMap(prevD)
+	setIn(t, d, "spec.config", map[string]any{})
+	curr := loadSnapshot(t, "s0")
+	cr := curr.CRObject()
+	cr["spec"] = jsonv.Copy(d["spec"])
+	setIn(t, cr, "metadata.generation", 2.0)
+	tr := &model.Transition{Step: step(model.StepApply, "spec.config.maxmemory"), PrevDesired: prevD, Desired: d, Prev: prev, Curr: curr}
+	fs := run(NewConsistency(Config{}), tr)
+	if len(fs) != 1 || !IsRemoval(fs[0]) {
+		t.Fatalf("want one removal finding, got %v", fs)
+	}
+	f := fs[0]
+
+	tests := []struct {
+		name  string
+		fresh func(t *testing.T) *model.Snapshot
+		want  bool
+	}{
+		{"the fresh creation holds the same value: a default", func(t *testing.T) *model.Snapshot { return loadSnapshot(t, "s0") }, true},
+		{"the fresh creation holds another value: a leftover", func(t *testing.T) *model.Snapshot {
+			s := loadSnapshot(t, "s0")
+			editConf(t, s, "maxmemory 100mb", "maxmemory 0")
+			return s
+		}, false},
+		{"the fresh creation lacks the object", func(t *testing.T) *model.Snapshot {
+			s := loadSnapshot(t, "s0")
+			delete(s.Objects, f.Evidence[1].Object)
+			return s
+		}, false},
+		{"no fresh creation", func(t *testing.T) *model.Snapshot { return nil }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := RemovalDefaulted(f, tt.fresh(t)); got != tt.want {
+				t.Fatalf("RemovalDefaulted = %v, want %v (evidence %v)", got, tt.want, f.Evidence)
+			}
+		})
+	}
+
+	// A finding on a set property is not a removal: a fresh creation cannot answer it.
+	set := f
+	set.Evidence = append([]model.Evidence{{Object: f.Evidence[0].Object, Path: f.Evidence[0].Path, Detail: "desired 1; previously 2"}}, f.Evidence[1:]...)
+	if IsRemoval(set) || RemovalDefaulted(set, loadSnapshot(t, "s0")) {
+		t.Fatal("a finding on a set property was taken for a removal")
+	}
+}
