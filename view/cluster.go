@@ -10,11 +10,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/gauntlet-dev/gauntlet/cluster"
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 )
 
 // PodListener is the optional capability of a cluster whose pods reach a
@@ -56,28 +56,21 @@ func PointDeployment(obj map[string]any, addr string) error {
 	if err != nil {
 		return fmt.Errorf("view: proxy address %q: %w", addr, err)
 	}
+	// Walked by hand: rendered manifests hold Go ints, which unstructured's
+	// copying helpers refuse.
+	spec, _ := jsonv.At(obj, "spec", "template", "spec").(map[string]any)
 	n := 0
 	for _, list := range []string{"initContainers", "containers"} {
-		cs, _, err := unstructured.NestedSlice(obj, "spec", "template", "spec", list)
-		if err != nil {
-			return fmt.Errorf("view: %s of the Deployment: %w", list, err)
-		}
-		for i, c := range cs {
+		cs, _ := spec[list].([]any)
+		for _, c := range cs {
 			m, ok := c.(map[string]any)
 			if !ok {
 				continue
 			}
 			env, _ := m["env"].([]any)
 			env = setEnv(env, "KUBERNETES_SERVICE_HOST", host)
-			env = setEnv(env, "KUBERNETES_SERVICE_PORT", port)
-			m["env"] = env
-			cs[i] = m
+			m["env"] = setEnv(env, "KUBERNETES_SERVICE_PORT", port)
 			n++
-		}
-		if len(cs) > 0 {
-			if err := unstructured.SetNestedSlice(obj, cs, "spec", "template", "spec", list); err != nil {
-				return fmt.Errorf("view: %s of the Deployment: %w", list, err)
-			}
 		}
 	}
 	if n == 0 {

@@ -130,10 +130,11 @@ func (p *Proxy) filterWatch(r *http.Request, st *reqState, body io.ReadCloser) i
 			if held > 0 {
 				rec.Action, rec.Detail = "delayed", "held "+held.Round(time.Millisecond).String()
 			}
+			// Recorded before it is written: the operator may act on it at once.
+			p.rec.add(rec)
 			if _, err := pw.Write(append(item.raw, '\n')); err != nil {
 				return
 			}
-			p.rec.add(rec)
 		}
 		pw.Close()
 	}()

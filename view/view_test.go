@@ -205,3 +205,30 @@ func TestRecorder(t *testing.T) {
 		t.Errorf("second file: %q (%v), want only the withheld event as record 3", b.String(), err)
 	}
 }
+
+func TestPointDeployment(t *testing.T) {
+	dep := map[string]any{"kind": "Deployment", "spec": map[string]any{"replicas": 1, "template": map[string]any{"spec": map[string]any{
+		"containers": []any{
+			map[string]any{"name": "manager", "env": []any{map[string]any{"name": "KUBERNETES_SERVICE_HOST", "value": "old"}, map[string]any{"name": "X", "value": "1"}}},
+			map[string]any{"name": "sidecar", "ports": []any{map[string]any{"containerPort": 8080}}},
+		},
+	}}}}
+	if err := PointDeployment(dep, "10.201.0.1:41000"); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(dep)
+	for _, want := range []string{
+		`"env":[{"name":"KUBERNETES_SERVICE_HOST","value":"10.201.0.1"},{"name":"X","value":"1"},{"name":"KUBERNETES_SERVICE_PORT","value":"41000"}]`,
+		`"env":[{"name":"KUBERNETES_SERVICE_HOST","value":"10.201.0.1"},{"name":"KUBERNETES_SERVICE_PORT","value":"41000"}],"name":"sidecar"`,
+	} {
+		if !strings.Contains(string(got), want) {
+			t.Errorf("pointed Deployment %s lacks %s", got, want)
+		}
+	}
+	if err := PointDeployment(map[string]any{"kind": "Deployment"}, "10.201.0.1:41000"); err == nil {
+		t.Errorf("a Deployment without containers was pointed")
+	}
+	if err := PointDeployment(dep, "no-port"); err == nil {
+		t.Errorf("an address without a port was accepted")
+	}
+}
