@@ -46,7 +46,7 @@ func (s *session) answerRemovals(ctx context.Context, tr *model.Transition, find
 		prop := f.Evidence[0].Path
 		out = append(out, model.Finding{Oracle: oracles.NameConsistency, Severity: model.SeverityWarning,
 			Signature: model.Signature("removal-default", prop), Step: f.Step,
-			Summary: fmt.Sprintf("%s was removed and its previous value stayed, but a fresh creation of the same desired state holds that value too: it is the operator's default, not a leftover", prop),
+			Summary:  fmt.Sprintf("%s was removed and its previous value stayed, but a fresh creation of the same desired state holds that value too: it is the operator's default, not a leftover", prop),
 			Evidence: f.Evidence})
 	}
 	return out
