@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -198,6 +199,25 @@ func (s *session) inject(ctx context.Context, p FaultPlan, d model.Object, seq i
 	return af, err
 }
 
+// leadersKept reports whether any of leases was renewed after since, and
+// whether each one that was is held by a holder that acquired it no later than
+// since (client-go keeps acquireTime while the same identity renews; a
+// restarted operator process acquires anew). A Lease without an acquire time
+// proves nothing.
+func leadersKept(leases []coordinationv1.Lease, since time.Time) (renewed, held bool) {
+	held = true
+	for _, l := range leases {
+		if l.Spec.RenewTime == nil || !l.Spec.RenewTime.After(since) {
+			continue
+		}
+		renewed = true
+		if l.Spec.AcquireTime == nil || l.Spec.AcquireTime.After(since) {
+			held = false
+		}
+	}
+	return renewed, renewed && held
+}
+
 // heal removes a lasting fault.
 func (s *session) heal(ctx context.Context, af *activeFault) error {
 	if af == nil || !af.Lasting || af.Rec.Unsupported != "" {
@@ -223,11 +243,22 @@ func (s *session) heal(ctx context.Context, af *activeFault) error {
 // timeout gets a warning (on rec, when not nil) and is judged as it is.
 // Every declared desired state goes through it too, since the apply.
 func (s *session) afterOperatorBack(ctx context.Context, rec *StepRecord, since, c time.Time, nr []string) (time.Time, []string, error) {
+	return s.operatorBack(ctx, rec, since, c, nr, false)
+}
+
+// operatorBack is afterOperatorBack; with kept (a declared desired state, no
+// fault of the step's own on the operator), a Lease renewed after since by a
+// holder that acquired it no later than since shows that the same operator
+// process led throughout (a restarted operator has a new identity and a new
+// acquire time): the quiet window that ended at c was waited while it led, so
+// it is not waited again. Waiting it again cost every declared step a second
+// quiet window.
+func (s *session) operatorBack(ctx context.Context, rec *StepRecord, since, c time.Time, nr []string, kept bool) (time.Time, []string, error) {
 	if since.IsZero() {
 		return c, nr, nil
 	}
 	limit := s.convergeOptions().Timeout
-	at, ok, err := s.awaitOperatorLease(ctx, since, limit)
+	at, ok, err := s.awaitOperatorLease(ctx, since, limit, kept)
 	switch {
 	case err != nil:
 		return c, nr, err
@@ -249,9 +280,11 @@ func (s *session) afterOperatorBack(ctx context.Context, rec *StepRecord, since,
 
 // awaitOperatorLease waits, for at most limit, until a Lease in the operator's
 // namespace is renewed after since, and returns when it saw that (zero when
-// the wait ran out). ok is false when the operator holds no Lease there (no
-// leader election to go by).
-func (s *session) awaitOperatorLease(ctx context.Context, since time.Time, limit time.Duration) (at time.Time, ok bool, err error) {
+// the wait ran out). With kept, when every Lease renewed after since was
+// acquired no later than since (leadersKept), it returns since: the leaders
+// were already leading then. ok is false when the operator holds no Lease
+// there (no leader election to go by).
+func (s *session) awaitOperatorLease(ctx context.Context, since time.Time, limit time.Duration, kept bool) (at time.Time, ok bool, err error) {
 	k := s.env.kube
 	if k == nil || k.cs == nil || k.opNS == "" {
 		return time.Time{}, false, nil
@@ -266,12 +299,11 @@ func (s *session) awaitOperatorLease(ctx context.Context, since time.Time, limit
 			s.r.cfg.Logger.Warn("operator lease", "namespace", k.opNS, "err", err)
 		} else if len(list.Items) == 0 {
 			return time.Time{}, false, nil
-		} else {
-			for _, l := range list.Items {
-				if l.Spec.RenewTime != nil && l.Spec.RenewTime.After(since) {
-					return time.Now(), true, nil
-				}
+		} else if renewed, held := leadersKept(list.Items, since); renewed {
+			if kept && held {
+				return since, true, nil
 			}
+			return time.Now(), true, nil
 		}
 		if time.Now().After(deadline) {
 			return time.Time{}, true, nil

@@ -158,13 +158,18 @@ func fingerprint(smp *model.SystemSample) string {
 // quiet window (objects may stop changing while a replica still resyncs or a
 // returning primary is not yet demoted), at most for limit. It returns the last
 // sample and whether the system settled.
-func (s *session) settleSystem(ctx context.Context, d model.Object, quiet, limit time.Duration) (*model.SystemSample, bool) {
+//
+// prior are the readings taken while the step ran (the sampler's, every
+// sampleEvery): those taken after the objects' last change (after) count as
+// the start of the window, so a system that has kept its fingerprint since
+// then through the quiet window settles at the first fresh reading that still
+// shows it, instead of being watched for the quiet window anew.
+func (s *session) settleSystem(ctx context.Context, d model.Object, quiet, limit time.Duration, prior []model.SystemSample, after time.Time) (*model.SystemSample, bool) {
 	if s.r.target.SystemMonitor == nil {
 		return nil, true
 	}
 	deadline := time.Now().Add(limit)
-	var last *model.SystemSample
-	var since time.Time
+	last, since := trailingRun(prior, after)
 	for {
 		smp := s.sampleSystem(ctx, d)
 		now := time.Now()
@@ -185,6 +190,28 @@ func (s *session) settleSystem(ctx context.Context, d model.Object, quiet, limit
 		case <-time.After(sampleEvery):
 		}
 	}
+}
+
+// trailingRun is the last of samples and when the run of readings with its
+// fingerprint that ends the list began, counting only readings taken after
+// after (nil when there is none).
+func trailingRun(samples []model.SystemSample, after time.Time) (*model.SystemSample, time.Time) {
+	var last *model.SystemSample
+	var since time.Time
+	var fp string
+	for i := len(samples) - 1; i >= 0; i-- {
+		smp := &samples[i]
+		if smp.Taken.IsZero() || smp.Taken.Before(after) {
+			break
+		}
+		if last == nil {
+			last, fp = smp, fingerprint(smp)
+		} else if fingerprint(smp) != fp {
+			break
+		}
+		since = smp.Taken
+	}
+	return last, since
 }
 
 // startWorkload starts the target's workload once the session's system exists.

@@ -209,7 +209,7 @@ func (s *session) declare(ctx context.Context, d model.Object, recreate bool) (s
 		// for the old Lease to expire (CloudNativePG seed 3: a crash during a
 		// refused apply, and the next step was judged before the new
 		// operator led).
-		converged, notReady, err = s.afterOperatorBack(ctx, nil, applied, converged, notReady)
+		converged, notReady, err = s.operatorBack(ctx, nil, applied, converged, notReady, true)
 	}
 	return started, converged, notReady, err
 }
@@ -257,9 +257,11 @@ func (s *session) snapshot(ctx context.Context) *model.Snapshot {
 	return snap
 }
 
-// stability watches for the stability window and returns a sample taken at its end.
-func (s *session) stability(ctx context.Context) *model.Snapshot {
-	t := time.NewTimer(s.r.cfg.Stability)
+// stability watches for the stability window from the moment the snapshot
+// read the objects (from; the events, log, monitors and the workload's
+// read-back read since count towards it) and returns a sample taken at its end.
+func (s *session) stability(ctx context.Context, from time.Time) *model.Snapshot {
+	t := time.NewTimer(time.Until(from.Add(s.r.cfg.Stability)))
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
@@ -399,7 +401,7 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 		// The objects stopped changing; the system inside may still be resyncing.
 		t := time.Now()
 		var settled bool
-		system, settled = s.settleSystem(ctx, in.desired, s.r.cfg.Converge.Quiet/2, time.Minute)
+		system, settled = s.settleSystem(ctx, in.desired, s.r.cfg.Converge.Quiet/2, time.Minute, samples, converged)
 		rec.Timing.SystemSettle = time.Since(t).Milliseconds()
 		if !settled {
 			rec.NotReady = append(rec.NotReady, "the system monitor's readings kept changing for a minute after the objects settled")
@@ -425,7 +427,7 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 	var stab []*model.Snapshot
 	if !in.noJudge && err == nil {
 		t1 := time.Now()
-		stab = []*model.Snapshot{s.stability(ctx)}
+		stab = []*model.Snapshot{s.stability(ctx, t0)}
 		rec.Timing.Stability = time.Since(t1).Milliseconds()
 	}
 	t2 := time.Now()
