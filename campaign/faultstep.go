@@ -199,11 +199,16 @@ func (s *session) inject(ctx context.Context, p FaultPlan, d model.Object, seq i
 	return af, err
 }
 
+// acquireMargin is how long before an apply a Lease must have been acquired
+// for its holder to count as leading through it (leadersKept).
+const acquireMargin = time.Second
+
 // leadersKept reports whether any of leases was renewed after since, and
-// whether each one that was is held by a holder that acquired it no later than
-// since (client-go keeps acquireTime while the same identity renews; a
+// whether each one that was is held by a holder that acquired it before since
+// (client-go keeps acquireTime while the same elector stays leader; a
 // restarted operator process acquires anew). A Lease without an acquire time
-// proves nothing.
+// proves nothing, and one acquired less than acquireMargin before since is
+// not taken as earlier (a writer that keeps whole seconds, a skewed clock).
 func leadersKept(leases []coordinationv1.Lease, since time.Time) (renewed, held bool) {
 	held = true
 	for _, l := range leases {
@@ -211,7 +216,7 @@ func leadersKept(leases []coordinationv1.Lease, since time.Time) (renewed, held 
 			continue
 		}
 		renewed = true
-		if l.Spec.AcquireTime == nil || l.Spec.AcquireTime.After(since) {
+		if l.Spec.AcquireTime == nil || !l.Spec.AcquireTime.Time.Before(since.Add(-acquireMargin)) {
 			held = false
 		}
 	}
