@@ -414,6 +414,7 @@ func (s *session) pickPod(ctx context.Context, p FaultPlan, d model.Object) (str
 func (s *session) wait(ctx context.Context, start time.Time) (time.Time, []string, error) {
 	s.clock.waiting(s.watch.q)
 	opts := s.convergeOptions()
+	opts.SettleRefused = s.misop
 	if !s.r.publishesGen.Load() {
 		opts.Quiet = max(opts.Quiet, opts.QuietUnobserved)
 		opts.Settle = max(opts.Settle, opts.Quiet)
