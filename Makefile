@@ -14,6 +14,8 @@ CERTMANAGER_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/cert-mana
 CERTMANAGER_DIR := $(CACHE_DIR)/cert-manager/$(CERTMANAGER_VERSION)
 CNPG_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/cloudnative-pg/cloudnative-pg"{print $$3}' build/cnpg/go.mod)
 CNPG_DIR := $(CACHE_DIR)/cnpg/$(CNPG_VERSION)
+PROMOP_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/prometheus-operator/prometheus-operator"{print $$3}' build/prometheus-operator/go.mod)
+PROMOP_DIR := $(CACHE_DIR)/prometheus-operator/$(PROMOP_VERSION)
 CHAOSMESH_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/chaos-mesh/chaos-mesh"{print $$3}' build/chaosmesh/go.mod)
 CHAOSMESH_DIR := $(CACHE_DIR)/chaos-mesh/$(CHAOSMESH_VERSION)
 BIN := bin
@@ -29,7 +31,7 @@ TEST_EVENTS ?= $(CACHE_DIR)/test-events.json
 export GAUNTLET_CACHE_DIR := $(CACHE_DIR)
 export GAUNTLET_OPERATOR_BINARY := $(CURDIR)/$(BIN)/valkey-operator
 
-.PHONY: all deps kind-deps kind-binaries kind-coredns kind-node-image chaosmesh tools controlplane coredns certmanager cnpg build demo test test-unit bench bench-bugs bench-campaign bench-inputgen vet fmt clean
+.PHONY: all deps kind-deps kind-binaries kind-coredns kind-node-image chaosmesh tools controlplane coredns certmanager cnpg prometheus-operator build demo test test-unit bench bench-bugs bench-campaign bench-inputgen vet fmt clean
 
 all: build
 
@@ -98,6 +100,13 @@ cnpg:
 	@bash build/cnpg/postgresql.sh
 	@bash build/cnpg/build.sh "$(CNPG_DIR)"
 
+## prometheus-operator: build the Prometheus operator and its config reloader from the pinned module,
+## with the release's bundle and CRDs (cached), and install Prometheus and Alertmanager from Debian's
+## packages (the operands of the third-party target targets/examples/prometheus-operator)
+prometheus-operator:
+	@bash build/prometheus-operator/operands.sh
+	@bash build/prometheus-operator/build.sh "$(PROMOP_DIR)"
+
 ## build: the gauntlet CLI and the bundled Valkey operator
 build:
 	@echo "build: bin/gauntlet bin/valkey-operator" >&2
@@ -118,7 +127,7 @@ demo: deps controlplane coredns build
 # the lane out on a machine that cannot have an engine (its tests then skip, outside CI only).
 KIND ?= on
 KIND_LANE := $(if $(filter on,$(KIND)),kind-node-image chaosmesh)
-test: deps tools controlplane coredns certmanager cnpg build $(KIND_LANE)
+test: deps tools controlplane coredns certmanager cnpg prometheus-operator build $(KIND_LANE)
 	@echo "test: go vet" >&2
 	@$(GO) vet ./...
 	@echo "test: go test ./... (end-to-end tests start real clusters; this takes a few minutes)" >&2
