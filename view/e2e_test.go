@@ -326,9 +326,15 @@ func TestE2EViewWithholdsDelete(t *testing.T) {
 	defer proxied.Stop()
 	cms := env.k.Clientset().CoreV1().ConfigMaps(ns)
 	for _, step := range []func() error{
-		func() error { _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "gone"}}, metav1.CreateOptions{}); return err },
+		func() error {
+			_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "gone"}}, metav1.CreateOptions{})
+			return err
+		},
 		func() error { return cms.Delete(ctx, "gone", metav1.DeleteOptions{}) },
-		func() error { _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "marker"}}, metav1.CreateOptions{}); return err },
+		func() error {
+			_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "marker"}}, metav1.CreateOptions{})
+			return err
+		},
 	} {
 		if err := step(); err != nil {
 			t.Fatal(err)
@@ -411,7 +417,9 @@ func TestE2EViewLaggedReads(t *testing.T) {
 	if _, err := cms.Get(ctx, "new", metav1.GetOptions{}); err != nil {
 		t.Fatalf("direct get: %v", err)
 	}
-	if _, ok := rec.find(t, func(r view.Record) bool { return r.Verb == "get" && r.Name == "new" && r.Action == "lagged" && r.Status == 404 }); !ok {
+	if _, ok := rec.find(t, func(r view.Record) bool {
+		return r.Verb == "get" && r.Name == "new" && r.Action == "lagged" && r.Status == 404
+	}); !ok {
 		t.Errorf("no record of the lagged get answered 404")
 	}
 
