@@ -44,6 +44,9 @@ var env struct {
 	k      *replay.Kube
 	target *targets.Target
 	proxy  *kubernetes.Clientset // a client that goes through the proxy
+	// proxyCfg and directCfg are one service account's client configuration
+	// through the proxy and straight to the API server.
+	proxyCfg, directCfg *rest.Config
 	skip   string
 	err    error
 }
@@ -75,7 +78,7 @@ func logger() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-func setup(t *testing.T) {
+func setup(t testing.TB) {
 	t.Helper()
 	testenv.NeedE2E(t, local.ControlPlaneBinDir())
 	repo, err := targets.FindRepoRoot(".")
@@ -109,7 +112,10 @@ func setup(t *testing.T) {
 		if env.k, env.err = replay.NewKube(c.RESTConfig(), c.Name(), logger()); env.err != nil {
 			return
 		}
-		env.proxy, env.err = proxiedClient(ctx, env.k.Clientset(), env.d.View(), c.RESTConfig())
+		env.proxyCfg, env.directCfg, env.err = tokenConfigs(ctx, env.k.Clientset(), env.d.View(), c.RESTConfig())
+		if env.err == nil {
+			env.proxy, env.err = kubernetes.NewForConfig(env.proxyCfg)
+		}
 	})
 	if env.skip != "" {
 		testenv.Unavailable(t, "%s", env.skip)
@@ -120,26 +126,27 @@ func setup(t *testing.T) {
 	env.d.View().SetRules(view.Rules{})
 }
 
-// proxiedClient is a cluster-admin client whose requests go through the proxy
-// with a service account's token (the proxy passes the caller's credentials;
-// a client certificate ends at its TLS).
-func proxiedClient(ctx context.Context, cs kubernetes.Interface, p *view.Proxy, admin *rest.Config) (*kubernetes.Clientset, error) {
+// tokenConfigs are a cluster-admin service account's client configurations
+// through the proxy and straight to the API server (the proxy passes the
+// caller's credentials: a client certificate would end at its TLS).
+func tokenConfigs(ctx context.Context, cs kubernetes.Interface, p *view.Proxy, admin *rest.Config) (proxied, direct *rest.Config, err error) {
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "view-e2e", Namespace: "default"}}
 	if _, err := cs.CoreV1().ServiceAccounts("default").Create(ctx, sa, metav1.CreateOptions{}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "view-e2e"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cluster-admin"},
 		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "view-e2e", Namespace: "default"}}}
 	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	tr, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, "view-e2e", &authv1.TokenRequest{}, metav1.CreateOptions{})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	cfg := &rest.Config{Host: p.URL(), BearerToken: tr.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: admin.CAData}}
-	return kubernetes.NewForConfig(cfg)
+	tls := rest.TLSClientConfig{CAData: admin.CAData}
+	return &rest.Config{Host: p.URL(), BearerToken: tr.Status.Token, TLSClientConfig: tls, QPS: -1},
+		&rest.Config{Host: admin.Host, BearerToken: tr.Status.Token, TLSClientConfig: tls, QPS: -1}, nil
 }
 
 // records is a JSON-lines sink the proxy writes while the test reads it.
