@@ -20,9 +20,14 @@ CHAOSMESH_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/chaos-mesh/
 CHAOSMESH_DIR := $(CACHE_DIR)/chaos-mesh/$(CHAOSMESH_VERSION)
 BIN := bin
 TEST_TIMEOUT ?= 60m
-# Packages tested at once. The end-to-end packages mostly wait (quiet windows, convergence), so
-# three at a time on 2 cores shortens the run; the campaign package also runs its e2e tests in parallel.
-TEST_PACKAGES ?= 3
+# Packages tested at once, and tests run at once within a package (the campaign packages' and
+# the example targets' end-to-end tests, each on its own clusters). They mostly wait (quiet windows,
+# convergence), so more than one per core shortens the run.
+TEST_PACKAGES ?= 4
+TEST_PARALLEL ?= 4
+# go test starts packages in the order given: the longest first, so that the short ones fill in
+# beside them instead of a long one starting last.
+TEST_FIRST := ./campaign ./campaign/kindlane ./targets/examples ./operator/e2e ./bench/bugs ./cluster/backends ./cluster/local ./faults ./cluster/kind
 GOTESTSUM_VERSION := v1.13.0
 GOTESTSUM := $(CACHE_DIR)/tools/gotestsum-$(GOTESTSUM_VERSION)/gotestsum
 # The test run's events (go test -json), read by hack/skipcheck.
@@ -132,8 +137,10 @@ test: deps tools controlplane coredns certmanager cnpg prometheus-operator build
 	@$(GO) vet ./...
 	@echo "test: go test ./... (end-to-end tests start real clusters; this takes a few minutes)" >&2
 	@mkdir -p $(dir $(TEST_EVENTS))
-	@rc=0; $(GOTESTSUM) --format pkgname-and-test-fails --format-hide-empty-pkg --jsonfile $(TEST_EVENTS) -- \
-		-timeout $(TEST_TIMEOUT) -count=1 -p $(TEST_PACKAGES) ./... || rc=$$?; \
+	@rc=0; builds=$$(mktemp -d /tmp/gauntlet-test-builds.XXXXXX) && chmod 755 $$builds && \
+	GAUNTLET_TEST_BUILDS=$$builds $(GOTESTSUM) --format pkgname-and-test-fails --format-hide-empty-pkg --jsonfile $(TEST_EVENTS) -- \
+		-timeout $(TEST_TIMEOUT) -count=1 -p $(TEST_PACKAGES) -parallel $(TEST_PARALLEL) $(TEST_FIRST) ./... || rc=$$?; \
+	rm -rf $$builds; \
 	$(GO) run ./hack/skipcheck -allow .ci/allowed-skips $(TEST_EVENTS) || { [[ $$rc -ne 0 ]] || rc=1; }; \
 	exit $$rc
 

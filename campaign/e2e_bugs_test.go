@@ -2,18 +2,13 @@ package campaign_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/gauntlet-dev/gauntlet/bench/bugs"
 	"github.com/gauntlet-dev/gauntlet/campaign"
-	"github.com/gauntlet-dev/gauntlet/cluster/local"
-	"github.com/gauntlet-dev/gauntlet/internal/testenv"
-	"github.com/gauntlet-dev/gauntlet/targets"
+	"github.com/gauntlet-dev/gauntlet/internal/testing/bugcampaign"
 )
 
 // TestE2ECatchesSeededBug runs a short campaign against the operator built with
@@ -25,7 +20,7 @@ func TestE2ECatchesSeededBug(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	cfg, res, out := runSeededBug(ctx, t, "04-config-default-overrules-user", true, 1)
-	hit := requireAlarm(t, res, "consistency")
+	hit := bugcampaign.RequireAlarm(t, res, "consistency")
 	rep, err := campaign.ReadReproducer(filepath.Join(out, "alarms", strconv.Itoa(hit.ID)))
 	if err != nil {
 		t.Fatalf("reproducer of group %d: %v", hit.ID, err)
@@ -57,93 +52,12 @@ func TestE2ECatchesSeededFailoverBug(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	_, res, _ := runSeededBug(ctx, t, "07-failover-lowest-offset", false, 1)
-	requireAlarm(t, res, "durability", "system-state")
+	bugcampaign.RequireAlarm(t, res, "durability", "system-state")
 }
 
-// runSeededBug builds the operator with a seeded bug and runs the benchmark's
-// campaign for the first n of its test cases (with its faults).
+// runSeededBug runs the benchmark's campaign of the seeded bug name (its first n
+// test cases, with its faults) against the operator built with the bug.
 func runSeededBug(ctx context.Context, t *testing.T, name string, minimize bool, n int) (campaign.Config, *campaign.Result, string) {
 	t.Helper()
-	return runBugCampaign(ctx, t, name, true, minimize, n)
-}
-
-// runBugCampaign runs the benchmark's campaign of the seeded bug name (its
-// first n test cases, its faults and example CRs) against the operator built
-// with the bug's patch, or, when patched is false, against the clean operator.
-// backend, when given, changes the campaign's configuration (its cluster provider) for the
-// operator binary it is given.
-func runBugCampaign(ctx context.Context, t *testing.T, name string, patched, minimize bool, n int, backend ...func(*campaign.Config, string)) (campaign.Config, *campaign.Result, string) {
-	t.Helper()
-	testenv.SkipShort(t)
-	testenv.NeedRoot(t)
-	testenv.NeedE2E(t, local.ControlPlaneBinDir())
-	root, err := targets.FindRepoRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bs, err := bugs.Load(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var bug *bugs.Bug
-	for i := range bs {
-		if bs[i].Name == name {
-			bug = &bs[i]
-		}
-	}
-	if bug == nil {
-		t.Fatalf("seeded bug %s not found", name)
-	}
-	dir := t.TempDir()
-	if d := os.Getenv("GAUNTLET_E2E_KEEP"); d != "" {
-		dir = d
-	}
-	patch := bug.Patch
-	if !patched {
-		patch = ""
-		dir = filepath.Join(dir, "clean") // apart from the patched run's (GAUNTLET_E2E_KEEP)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	bin := filepath.Join(dir, "valkey-operator")
-	if err := bugs.BuildOperator(ctx, root, patch, bin); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "results")
-	cfg, err := bugs.Config(root, filepath.Join(dir, "state"), out, bin, bug.Cases[:n], 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bug.Apply(&cfg)
-	for _, b := range backend {
-		b(&cfg, bin)
-	}
-	cfg.NoMinimize = !minimize
-	res, err := campaign.Run(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range res.Steps {
-		for _, f := range s.Faults {
-			t.Logf("%s: %s on %v, unsupported %q; availability %+v; converged after %v", s.ID(), f.Kind, f.Targets, f.Unsupported, s.Availability, s.ConvergeTime())
-		}
-	}
-	return cfg, res, out
-}
-
-// requireAlarm returns the first bug alarm group raised by one of the oracles.
-func requireAlarm(t *testing.T, res *campaign.Result, oracles ...string) *campaign.AlarmGroup {
-	t.Helper()
-	var hit *campaign.AlarmGroup
-	for _, g := range res.Groups {
-		t.Logf("alarm: %s %s: %s (steps %v, misoperation %v)", g.Oracle, g.Signature, g.Summary, g.Steps, g.Misoperation)
-		if slices.Contains(oracles, g.Oracle) && !g.Misoperation && hit == nil {
-			hit = g
-		}
-	}
-	if hit == nil {
-		t.Fatalf("the seeded bug raised no %v alarm (%d groups)", oracles, len(res.Groups))
-	}
-	return hit
+	return bugcampaign.Run(ctx, t, name, true, minimize, n)
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/campaign"
 	"github.com/gauntlet-dev/gauntlet/cluster/local"
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
+	"github.com/gauntlet-dev/gauntlet/internal/testing/bugcampaign"
 	"github.com/gauntlet-dev/gauntlet/model"
 	"github.com/gauntlet-dev/gauntlet/replay"
 	"github.com/gauntlet-dev/gauntlet/reports"
@@ -99,7 +101,7 @@ func TestE2EGeneratedGoTestFault(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	const bug = "08-unreachable-primary-keeps-label"
-	b := seededBug(t, root, bug)
+	b := bugcampaign.Find(t, root, bug)
 	if len(b.Faults) != 1 || b.Faults[0].Kind != campaign.FaultPodFailure {
 		t.Fatalf("bug %s's benchmark faults changed (%+v): update this test", bug, b.Faults)
 	}
@@ -131,30 +133,14 @@ func TestE2EGeneratedGoTestFault(t *testing.T) {
 	}
 }
 
-// seededBug is the benchmark's seeded bug name.
-func seededBug(t *testing.T, root, name string) bugs.Bug {
-	t.Helper()
-	bs, err := bugs.Load(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range bs {
-		if b.Name == name {
-			return b
-		}
-	}
-	t.Fatalf("seeded bug %s not found", name)
-	return bugs.Bug{}
-}
-
 // runGeneratedGoTest generates rep's Go test as `gauntlet run --go-tests`
 // does, writes it into a fresh module that requires
 // github.com/gauntlet-dev/gauntlet through a replace to this checkout (with
 // this repository's go.sum, and GOPROXY=off: nothing is downloaded), and runs
-// `go test` there twice with no KUBECONFIG, so that the test kit brings up an
-// embedded cluster and deploys the built-in Valkey target itself: with the
-// operator built with the seeded bug the test must fail; with the clean
-// operator it must pass. It returns both runs' output.
+// `go test` there twice, side by side, with no KUBECONFIG, so that the test kit
+// brings up an embedded cluster (one per run) and deploys the built-in Valkey
+// target itself: with the operator built with the seeded bug the test must
+// fail; with the clean operator it must pass. It returns both runs' output.
 func runGeneratedGoTest(ctx context.Context, t *testing.T, root string, rep replay.Reproducer, bug string) (buggyOut, cleanOut string) {
 	t.Helper()
 	clean := os.Getenv("GAUNTLET_OPERATOR_BINARY")
@@ -203,14 +189,11 @@ func runGeneratedGoTest(ctx context.Context, t *testing.T, root string, rep repl
 	}
 
 	// The operator with the seeded bug.
-	buggy := filepath.Join(work, "valkey-operator-"+bug)
 	t0 := time.Now()
-	if err := bugs.BuildOperator(ctx, root, seededBug(t, root, bug).Patch, buggy); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("built the operator with seeded bug %s in %v", bug, time.Since(t0).Round(time.Second))
+	buggy := bugcampaign.Operator(ctx, t, root, bugcampaign.Find(t, root, bug).Patch)
+	t.Logf("the operator with seeded bug %s built (or built by another test of this run) in %v", bug, time.Since(t0).Round(time.Second))
 
-	goTest := func(operator string) (string, error, time.Duration) {
+	goTest := func(operator, stateDir string) (string, error, time.Duration) {
 		start := time.Now()
 		cmd := exec.CommandContext(ctx, goBin, "test", "-count=1", "-v", "-timeout", "15m", "./...")
 		cmd.Dir = mod
@@ -221,28 +204,36 @@ func runGeneratedGoTest(ctx context.Context, t *testing.T, root string, rep repl
 				cmd.Env = append(cmd.Env, kv)
 			}
 		}
-		state := filepath.Join(work, "state")
+		state := filepath.Join(work, stateDir)
 		cmd.Env = append(cmd.Env, "GOFLAGS=-mod=readonly", "GOPROXY=off", "GOWORK=off", "GOTOOLCHAIN=local",
 			"GAUNTLET_OPERATOR_BINARY="+operator, "GAUNTLET_STATE_DIR="+state)
 		out, err := cmd.CombinedOutput()
 		return string(out), err, time.Since(start)
 	}
 
-	out, err, took := goTest(buggy)
-	t.Logf("go test against the operator with seeded bug %s (%v):\n%s", bug, took.Round(time.Second), out)
-	if err == nil {
+	// The two runs side by side, each with its own embedded cluster.
+	type run struct {
+		out  string
+		err  error
+		took time.Duration
+	}
+	var bugRun, cleanRun run
+	var wg sync.WaitGroup
+	wg.Go(func() { bugRun.out, bugRun.err, bugRun.took = goTest(buggy, "state-bug") })
+	wg.Go(func() { cleanRun.out, cleanRun.err, cleanRun.took = goTest(clean, "state-clean") })
+	wg.Wait()
+	t.Logf("go test against the operator with seeded bug %s (%v):\n%s", bug, bugRun.took.Round(time.Second), bugRun.out)
+	t.Logf("go test against the clean operator (%v):\n%s", cleanRun.took.Round(time.Second), cleanRun.out)
+	if bugRun.err == nil {
 		t.Fatalf("the generated test passed against the operator with seeded bug %s", bug)
 	}
-	if !strings.Contains(out, "--- FAIL: "+test) {
+	if !strings.Contains(bugRun.out, "--- FAIL: "+test) {
 		t.Errorf("the failing run's output lacks %q", "--- FAIL: "+test)
 	}
-	buggyOut = out
-	out, err, took = goTest(clean)
-	t.Logf("go test against the clean operator (%v):\n%s", took.Round(time.Second), out)
-	if err != nil || !strings.Contains(out, "--- PASS: "+test) {
-		t.Fatalf("the generated test did not pass against the clean operator: %v", err)
+	if cleanRun.err != nil || !strings.Contains(cleanRun.out, "--- PASS: "+test) {
+		t.Fatalf("the generated test did not pass against the clean operator: %v", cleanRun.err)
 	}
-	return buggyOut, out
+	return bugRun.out, cleanRun.out
 }
 
 // TestGoTestReproducer: the Go test's reproducer is the recorded one (seed,

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/campaign"
+	"github.com/gauntlet-dev/gauntlet/internal/testing/bugcampaign"
 )
 
 // nodeSelectorBug is the seeded bug that drops node selector keys with a
@@ -29,26 +30,32 @@ const (
 func TestE2ENodeSelectorQuotedKey(t *testing.T) {
 	t.Parallel() // each campaign has its own clusters (unique names, CIDRs under the host lock) and state root
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel) // once both subtests are done
 
-	_, res, _ := runBugCampaign(ctx, t, nodeSelectorBug, true, false, 1)
-	requireQuotedChange(t, res)
-	hit := requireAlarm(t, res, "consistency")
-	named := false
-	for _, f := range hit.Findings {
-		named = named || strings.Contains(f.Summary, quotedHostname)
-	}
-	if !named {
-		t.Errorf("the consistency alarm does not name %s: %s", quotedHostname, hit.Summary)
-	}
-
-	_, clean, _ := runBugCampaign(ctx, t, nodeSelectorBug, false, false, 1)
-	requireQuotedChange(t, clean)
-	for _, g := range clean.Groups {
-		if !g.Misoperation {
-			t.Errorf("clean operator: %s alarm %s: %s (steps %v)", g.Oracle, g.Signature, g.Summary, g.Steps)
+	// The two campaigns side by side: each has its own cluster.
+	t.Run("bug", func(t *testing.T) {
+		t.Parallel()
+		_, res, _ := bugcampaign.Run(ctx, t, nodeSelectorBug, true, false, 1)
+		requireQuotedChange(t, res)
+		hit := bugcampaign.RequireAlarm(t, res, "consistency")
+		named := false
+		for _, f := range hit.Findings {
+			named = named || strings.Contains(f.Summary, quotedHostname)
 		}
-	}
+		if !named {
+			t.Errorf("the consistency alarm does not name %s: %s", quotedHostname, hit.Summary)
+		}
+	})
+	t.Run("clean", func(t *testing.T) {
+		t.Parallel()
+		_, clean, _ := bugcampaign.Run(ctx, t, nodeSelectorBug, false, false, 1)
+		requireQuotedChange(t, clean)
+		for _, g := range clean.Groups {
+			if !g.Misoperation {
+				t.Errorf("clean operator: %s alarm %s: %s (steps %v)", g.Oracle, g.Signature, g.Summary, g.Steps)
+			}
+		}
+	})
 }
 
 // requireQuotedChange fails unless the campaign ran the node selector case to

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/campaign"
 	"github.com/gauntlet-dev/gauntlet/cluster/backends"
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
+	"github.com/gauntlet-dev/gauntlet/internal/testing/buildcache"
 	"github.com/gauntlet-dev/gauntlet/targets"
 )
 
@@ -79,10 +79,8 @@ func TestPatchesApplyAndBuild(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
-			bin := filepath.Join(t.TempDir(), "valkey-operator")
-			if err := BuildOperator(ctx, root, b.Patch, bin); err != nil {
-				t.Fatal(err)
-			}
+			// Built once per test run: the campaign tests of seeded bugs reuse it (or built it).
+			bin := buildcache.Operator(t, b.Patch, func(out string) error { return BuildOperator(ctx, root, b.Patch, out) })
 			if _, err := os.Stat(bin); err != nil {
 				t.Fatal(err)
 			}

@@ -1,8 +1,12 @@
-package campaign_test
+// Package kindlane holds the campaign's end-to-end test on the kind lane: the same seeded-bug
+// campaign on kind clusters (Chaos Mesh injecting the faults) and on the embedded cluster. It is
+// a package of its own so that `go test` runs it beside the campaign package's tests.
+package kindlane_test
 
 import (
 	"context"
 	"log/slog"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -13,8 +17,17 @@ import (
 	"github.com/gauntlet-dev/gauntlet/campaign"
 	"github.com/gauntlet-dev/gauntlet/cluster/kind"
 	"github.com/gauntlet-dev/gauntlet/cluster/kind/kindtest"
+	"github.com/gauntlet-dev/gauntlet/cluster/local"
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
+	"github.com/gauntlet-dev/gauntlet/internal/testing/bugcampaign"
 )
+
+func TestMain(m *testing.M) {
+	if local.Init() { // the embedded cluster's child processes
+		return
+	}
+	os.Exit(m.Run())
+}
 
 // kindBugCase is the seeded bug the kind lane runs: its fault script partitions a replica,
 // then kills the primary's container — both through Chaos Mesh's daemon on kind.
@@ -43,7 +56,7 @@ func TestE2EKindSameVerdicts(t *testing.T) {
 			opts = append(opts, onKind(t))
 		}
 		start := time.Now()
-		_, res, _ := runBugCampaign(ctx, t, kindBugCase, patched, false, 1, opts...)
+		_, res, _ := bugcampaign.Run(ctx, t, kindBugCase, patched, false, 1, opts...)
 		v := verdict{took: time.Since(start)}
 		for _, g := range res.Groups {
 			t.Logf("%s: alarm %s %s: %s (steps %v, misoperation %v)", backend, g.Oracle, g.Signature, g.Summary, g.Steps, g.Misoperation)
@@ -68,12 +81,13 @@ func TestE2EKindSameVerdicts(t *testing.T) {
 		got[backend+map[bool]string{true: "/bug", false: "/clean"}[patched]] = v
 		mu.Unlock()
 	}
-	t.Run("backends", func(t *testing.T) { // returns once both parallel back ends are done
+	t.Run("backends", func(t *testing.T) { // returns once the four parallel campaigns are done
 		for _, backend := range []string{"kind", "embedded"} {
 			t.Run(backend, func(t *testing.T) {
-				t.Parallel() // the two back ends side by side; each runs the bug, then the clean operator
-				t.Run("bug", func(t *testing.T) { run(t, backend, true) })
-				t.Run("clean", func(t *testing.T) { run(t, backend, false) })
+				t.Parallel() // the two back ends side by side
+				// The bug and the clean operator side by side too, each on its own clusters.
+				t.Run("bug", func(t *testing.T) { t.Parallel(); run(t, backend, true) })
+				t.Run("clean", func(t *testing.T) { t.Parallel(); run(t, backend, false) })
 			})
 		}
 	})
