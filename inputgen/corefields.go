@@ -2,6 +2,8 @@ package inputgen
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -285,11 +287,7 @@ func (c *caseCtx) completeCore(node *crd.Property, m map[string]any) {
 	}
 	// The scalar fields the core type's Go struct declares without omitempty.
 	if sh := coreShape(node); sh != nil {
-		req := make([]string, 0, len(sh.Required))
-		for name := range sh.Required {
-			req = append(req, name)
-		}
-		sort.Strings(req)
+		req := slices.Sorted(maps.Keys(sh.Required))
 		for _, name := range req {
 			f := node.Field(name)
 			switch {

@@ -1,8 +1,9 @@
 package inputgen
 
 import (
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 
 	"github.com/gauntlet-dev/gauntlet/inputgen/crd"
 	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
@@ -21,12 +22,7 @@ func (g *Generator) effectiveChanges(a, b map[string]any) []string {
 	av, _ := jsonv.Get(a, "/spec")
 	bv, _ := jsonv.Get(b, "/spec")
 	effectiveDiff(set, spec, av, bv)
-	out := make([]string, 0, len(set))
-	for k := range set {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(set))
 }
 
 // effectiveOf is v, or what an absent v means: node's default, false for a boolean without one

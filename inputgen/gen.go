@@ -7,10 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -116,11 +117,7 @@ func RunGen(ctx context.Context, opts GenOptions, stdout io.Writer) error {
 		examples = append(examples, objs...)
 	}
 	pool := NewPool()
-	valuePaths := make([]string, 0, len(opts.Values))
-	for path := range opts.Values {
-		valuePaths = append(valuePaths, path)
-	}
-	sort.Strings(valuePaths)
+	valuePaths := slices.Sorted(maps.Keys(opts.Values))
 	for _, path := range valuePaths {
 		vals := opts.Values[path]
 		if s.Lookup(path) == nil {

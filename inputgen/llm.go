@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -134,11 +135,7 @@ func FillPoolFromLLM(ctx context.Context, s *crd.Schema, pool *Pool, o LLMOption
 				st.Values++
 			}
 		}
-		keys := make([]string, 0, len(e.Entries))
-		for k := range e.Entries {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
+		keys := slices.Sorted(maps.Keys(e.Entries))
 		for _, k := range keys {
 			pool.AddKey(path, k, e.Entries[k], SourceLLM)
 			st.Values++

@@ -1,6 +1,8 @@
 package inputgen
 
 import (
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 
@@ -110,11 +112,7 @@ func (p *Pool) Keys(path string) ([]string, map[string][]PoolValue) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	m := p.keys[path]
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(m))
 	return keys, m
 }
 
@@ -265,11 +263,7 @@ func (p *Pool) mine(prop *crd.Property, v any, src Source) {
 		}
 		if prop.Values != nil || prop.IsFreeForm() || prop.AnyValues {
 			path := prop.Path.String()
-			keys := make([]string, 0, len(x))
-			for k := range x {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys) // deterministic pool order
+			keys := slices.Sorted(maps.Keys(x)) // deterministic pool order
 			for _, k := range keys {
 				e := x[k]
 				if prop.Field(k) != nil {

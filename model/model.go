@@ -10,7 +10,9 @@ package model
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -85,11 +87,7 @@ func (s *Snapshot) CRObject() Object {
 
 // Keys returns the snapshot's object keys, sorted.
 func (s *Snapshot) Keys() []string {
-	keys := make([]string, 0, len(s.Objects))
-	for k := range s.Objects {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(s.Objects))
 	return keys
 }
 

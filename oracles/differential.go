@@ -3,7 +3,8 @@ package oracles
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/gauntlet-dev/gauntlet/model"
@@ -239,10 +240,5 @@ func LearnMasks(runs ...*model.Snapshot) []string {
 			set[kind+"/"+stem+"/"+path] = true
 		}
 	}
-	out := make([]string, 0, len(set))
-	for m := range set {
-		out = append(out, m)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(set))
 }

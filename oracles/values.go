@@ -2,8 +2,9 @@ package oracles
 
 import (
 	"encoding/json"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,14 +19,8 @@ import (
 // nil and numbers (float64 from encoding/json, int64 from the unstructured
 // converter, json.Number when decoded with UseNumber).
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+// sortedKeys lists a map's keys in order.
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // scalarString renders a primitive as the string a Kubernetes object or a
 // configuration file would hold it in; ok is false for structures and nil.

@@ -4,6 +4,8 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -154,11 +156,7 @@ func buildJUnit(s Summary) junitTestsuites {
 	for _, g := range s.Alarms {
 		oracles[g.Oracle] = true
 	}
-	names := make([]string, 0, len(oracles))
-	for o := range oracles {
-		names = append(names, o)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(oracles))
 
 	ts := s.Started.UTC().Format("2006-01-02T15:04:05")
 	props := []junitProperty{

@@ -3,7 +3,9 @@ package crd
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -280,11 +282,7 @@ func build(s *structuralschema.Structural, path Path, parent *Property, required
 	for _, r := range p.RequiredFields {
 		req[r] = true
 	}
-	names := make([]string, 0, len(s.Properties))
-	for n := range s.Properties {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(s.Properties))
 	for _, n := range names {
 		child := s.Properties[n]
 		// Embedded resources must carry apiVersion and kind (the API server requires them).

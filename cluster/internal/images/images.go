@@ -15,9 +15,11 @@ package images
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -528,11 +530,7 @@ func (m *Mapping) ImagePrograms(r Rule) ([]Alias, error) {
 		out = append(out, Alias{Target: target, Path: host})
 		return nil
 	}
-	names := make([]string, 0, len(r.Programs))
-	for name := range r.Programs {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(r.Programs))
 	for _, name := range names {
 		if err := add(name); err != nil {
 			return nil, err

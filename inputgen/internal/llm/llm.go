@@ -13,10 +13,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -243,11 +244,7 @@ func (c *Client) lookup(r Request) (Entry, bool, error) {
 			return e, true, nil
 		}
 	}
-	models := make([]string, 0, len(found))
-	for m := range found {
-		models = append(models, m)
-	}
-	sort.Strings(models)
+	models := slices.Sorted(maps.Keys(found))
 	return Entry{}, false, fmt.Errorf("%s: the LLM cache holds answers from models %s: set the model to choose one", r.Path, strings.Join(models, ", "))
 }
 
@@ -346,11 +343,7 @@ func (c *Client) Save() error {
 func (c *Client) Keys() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make([]string, 0, len(c.cache))
-	for k := range c.cache {
-		out = append(out, k)
-	}
-	sort.Strings(out)
+	out := slices.Sorted(maps.Keys(c.cache))
 	return out
 }
 

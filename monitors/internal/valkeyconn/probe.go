@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -160,14 +159,4 @@ func atoi64(s string, def int64) int64 {
 		return def
 	}
 	return v
-}
-
-// SortedKeys returns m's keys in order.
-func SortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 )
 
@@ -118,7 +120,7 @@ func (a Applied) IsRestartKey(key string) bool {
 // pods whose template carries another hash must restart to apply it.
 func (a Applied) RestartHash() string {
 	h := sha256.New()
-	for _, k := range sortedKeys(a.Config) {
+	for _, k := range slices.Sorted(maps.Keys(a.Config)) {
 		if a.IsRestartKey(k) {
 			fmt.Fprintf(h, "%s=%s\n", k, a.Config[k])
 		}
@@ -154,13 +156,13 @@ func (c Change) Empty() bool {
 // Diff compares spec.config with the record, for servers running image.
 func Diff(spec map[string]string, a Applied, image string) Change {
 	c := Change{Invalid: map[string]string{}, Live: map[string]string{}, Restart: map[string]string{}, Rejected: map[string]string{}}
-	for _, k := range sortedRejections(a.Rejected) {
+	for _, k := range slices.Sorted(maps.Keys(a.Rejected)) {
 		r := a.Rejected[k]
 		if v, ok := spec[k]; !ok || v != r.Value || r.Image != image {
 			c.StaleRejections = append(c.StaleRejections, k)
 		}
 	}
-	for _, k := range sortedKeys(spec) {
+	for _, k := range slices.Sorted(maps.Keys(spec)) {
 		v := spec[k]
 		if err := Validate(k, v); err != nil {
 			c.Invalid[k] = err.Error()
@@ -179,7 +181,7 @@ func Diff(spec map[string]string, a Applied, image string) Change {
 			c.Live[k] = v
 		}
 	}
-	for _, k := range sortedKeys(a.Config) {
+	for _, k := range slices.Sorted(maps.Keys(a.Config)) {
 		if _, ok := spec[k]; ok {
 			if _, bad := c.Invalid[k]; !bad {
 				continue
@@ -192,15 +194,6 @@ func Diff(spec map[string]string, a Applied, image string) Change {
 		}
 	}
 	return c
-}
-
-func sortedRejections(m map[string]Rejection) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // WithRejected records that a server refused key=value under image.
@@ -286,7 +279,7 @@ func (a Applied) WithRestartKey(key, specValue string) Applied {
 // the recorded effective value, sorted. Keys missing from observed are drifted.
 func (a Applied) Drift(observed map[string]string) []string {
 	var out []string
-	for _, k := range sortedKeys(a.Effective) {
+	for _, k := range slices.Sorted(maps.Keys(a.Effective)) {
 		if v, ok := observed[k]; !ok || v != a.Effective[k] {
 			out = append(out, k)
 		}
@@ -295,4 +288,4 @@ func (a Applied) Drift(observed map[string]string) []string {
 }
 
 // LiveKeys are the recorded live keys, sorted (what drift checks read).
-func (a Applied) LiveKeys() []string { return sortedKeys(a.Effective) }
+func (a Applied) LiveKeys() []string { return slices.Sorted(maps.Keys(a.Effective)) }

@@ -4,7 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -88,7 +89,7 @@ func Render(b Base, user map[string]string) string {
 	}
 	if len(user) > 0 {
 		s.WriteString("# spec.config (accepted keys).\n")
-		for _, k := range sortedKeys(user) {
+		for _, k := range slices.Sorted(maps.Keys(user)) {
 			fmt.Fprintf(&s, "%s %s\n", k, fileValue(user[k]))
 		}
 	}
@@ -109,7 +110,7 @@ func fileValue(v string) string {
 // template carries another hash must restart to apply it.
 func RestartHash(user map[string]string) string {
 	h := sha256.New()
-	for _, k := range sortedKeys(user) {
+	for _, k := range slices.Sorted(maps.Keys(user)) {
 		if RestartOnly(k) {
 			fmt.Fprintf(h, "%s=%s\n", k, user[k])
 		}
@@ -149,13 +150,4 @@ func quote(s string) string {
 	}
 	b.WriteByte('"')
 	return b.String()
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

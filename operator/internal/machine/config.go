@@ -2,7 +2,8 @@ package machine
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,7 +49,7 @@ func (p *pass) config() {
 
 	if len(ch.Restart) > 0 || len(ch.RemoveRestart) > 0 {
 		var check []string
-		for _, k := range sortedKeys(ch.Restart) {
+		for _, k := range slices.Sorted(maps.Keys(ch.Restart)) {
 			if !conf.FileOnly(k) {
 				check = append(check, k)
 			}
@@ -75,7 +76,7 @@ func (p *pass) config() {
 		}
 	}
 
-	for _, k := range sortedKeys(ch.Live) {
+	for _, k := range slices.Sorted(maps.Keys(ch.Live)) {
 		v := ch.Live[k]
 		prevReply, err := p.valkeyCmd("cfg:prev:"+k, *primary, "value before "+k, valkey.CmdConfigGet(k)...)
 		if err != nil {
@@ -193,7 +194,7 @@ func (p *pass) config() {
 
 	p.w.cfgReject = reject
 	rest := conf.Diff(p.c.Spec.Config, p.w.applied, image)
-	for _, k := range sortedKeys(rest.Live) {
+	for _, k := range slices.Sorted(maps.Keys(rest.Live)) {
 		if _, bad := reject[k]; !bad {
 			p.w.cfgPending = append(p.w.cfgPending, k)
 		}
@@ -204,13 +205,4 @@ func (p *pass) config() {
 	if len(reject) > 0 {
 		p.w.wantRequeue(30 * time.Second)
 	}
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

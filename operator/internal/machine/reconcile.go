@@ -2,6 +2,8 @@ package machine
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -136,7 +138,7 @@ func (p *pass) finishStatus() {
 		// Unknown until a primary serves: keep what was there.
 	case len(p.w.cfgReject) > 0:
 		var msgs []string
-		for _, k := range sortedKeys(p.w.cfgReject) {
+		for _, k := range slices.Sorted(maps.Keys(p.w.cfgReject)) {
 			msgs = append(msgs, fmt.Sprintf("%s: %s", k, p.w.cfgReject[k]))
 		}
 		cond(v1alpha1.ConditionConfigApplied, false, "ConfigRejected", "not applied, not written: "+strings.Join(msgs, "; "))

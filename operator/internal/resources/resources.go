@@ -13,7 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"sort"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -180,15 +180,6 @@ func hashOf(v any) string {
 	return hex.EncodeToString(sum[:])[:16]
 }
 
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 func copyMap(m map[string]string) map[string]string {
 	if m == nil {
 		return nil
@@ -196,4 +187,4 @@ func copyMap(m map[string]string) map[string]string {
 	return maps.Clone(m)
 }
 
-func joinKeys(m map[string]string) string { return strings.Join(sortedKeys(m), ",") }
+func joinKeys(m map[string]string) string { return strings.Join(slices.Sorted(maps.Keys(m)), ",") }

@@ -1,7 +1,8 @@
 package valkey
 
 import (
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -31,11 +32,7 @@ func CmdConfigGet(keys ...string) []string {
 
 // CmdConfigSet sets parameters at runtime; with several, the server applies all or none.
 func CmdConfigSet(kv map[string]string) []string {
-	keys := make([]string, 0, len(kv))
-	for k := range kv {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(kv))
 	out := []string{"CONFIG", "SET"}
 	for _, k := range keys {
 		out = append(out, k, kv[k])

@@ -3,9 +3,11 @@ package kubelet
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -130,7 +132,7 @@ func (p *provider) containerEnv(ctx context.Context, ec envContext, c *corev1.Co
 			continue
 		}
 		// As the kubelet (1.35): every key becomes a variable, in key order.
-		for _, k := range sortedKeys(data) {
+		for _, k := range slices.Sorted(maps.Keys(data)) {
 			out.Set(ef.Prefix+k, data[k])
 		}
 	}
@@ -157,11 +159,7 @@ func (p *provider) containerEnv(ctx context.Context, ec envContext, c *corev1.Co
 			out.Set(e.Name, v)
 		}
 	}
-	keys := make([]string, 0, len(svc))
-	for k := range svc {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(svc))
 	for _, k := range keys {
 		if _, ok := out.Get(k); !ok {
 			out.Set(k, svc[k])
@@ -282,11 +280,7 @@ func subscript(fp string) (string, string, bool) {
 // formatMap renders a label or annotation map as the downward API does:
 // key="value" lines (Go-quoted), sorted by key.
 func formatMap(m map[string]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(m))
 	lines := make([]string, 0, len(keys))
 	for _, k := range keys {
 		lines = append(lines, k+"="+strconv.Quote(m[k]))

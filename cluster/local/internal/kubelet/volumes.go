@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -676,7 +677,7 @@ func writeTimestampDir(dir string, payload map[string]payloadFile, gid *int64) (
 	if err := os.Chmod(tsDir, 0o755); err != nil {
 		return fail(err)
 	}
-	for _, rel := range sortedKeys(payload) {
+	for _, rel := range slices.Sorted(maps.Keys(payload)) {
 		f := payload[rel]
 		full := filepath.Join(tsDir, filepath.FromSlash(rel))
 		if err := mkdirAllMode(tsDir, filepath.Dir(full), 0o755); err != nil {
@@ -774,14 +775,4 @@ func sameContent(dir string, payload map[string]payloadFile) bool {
 		return nil
 	})
 	return err == nil && ok && seen == len(payload)
-}
-
-// sortedKeys lists a map's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
