@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -245,7 +247,7 @@ func selectBugs(bs []Bug, only []string) ([]Bug, error) {
 		}
 	}
 	if len(want) > 0 {
-		return nil, fmt.Errorf("no seeded bug named %v in %s", sortedKeys(boolCounts(want)), Dir)
+		return nil, fmt.Errorf("no seeded bug named %v in %s", slices.Sorted(maps.Keys(boolCounts(want))), Dir)
 	}
 	return sel, nil
 }
