@@ -1,5 +1,6 @@
-// Package testcrds locates the real-world CRDs in the workspace's shared folder (../shared/crds
-// relative to the repository root) for tests. The files are never copied into the repository.
+// Package testcrds gives tests their CRDs: small made-up ones built from a schema (CRD), and
+// the real-world ones in the workspace's shared folder (../shared/crds relative to the repository
+// root), which are never copied into the repository.
 package testcrds
 
 import (
@@ -91,4 +92,46 @@ func yamlFiles(dir string) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// CRD returns the YAML of a namespaced test CRD of group test.gauntlet.dev: kind, plural the
+// lower-cased kind plus "s", and one served and stored version v1 whose openAPIV3Schema is schema
+// (YAML at any common indentation; leading and trailing blank lines are dropped). An empty schema
+// leaves the version without one.
+func CRD(kind, schema string) string {
+	plural := strings.ToLower(kind) + "s"
+	var b strings.Builder
+	fmt.Fprintf(&b, `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: %s.test.gauntlet.dev}
+spec:
+  group: test.gauntlet.dev
+  names: {kind: %s, plural: %s}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+`, plural, kind, plural)
+	lines := strings.Split(strings.Trim(schema, "\n"), "\n")
+	if strings.TrimSpace(schema) == "" {
+		return b.String()
+	}
+	common := -1
+	for _, l := range lines {
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		if n := len(l) - len(strings.TrimLeft(l, " ")); common < 0 || n < common {
+			common = n
+		}
+	}
+	b.WriteString("    schema:\n      openAPIV3Schema:\n")
+	for _, l := range lines {
+		if strings.TrimSpace(l) != "" {
+			b.WriteString("        " + l[common:])
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -32,5 +33,36 @@ func TestDirAbsent(t *testing.T) {
 	}
 	if len(ops) != 1 || ops[0].Name != "op" || len(ops[0].CRDs) != 1 || len(ops[0].Examples) != 0 {
 		t.Errorf("Operators() = %+v", ops)
+	}
+}
+
+func TestCRD(t *testing.T) {
+	got := CRD("Lock", `
+      type: object
+      properties:
+        spec: {type: object}
+`)
+	want := `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: locks.test.gauntlet.dev}
+spec:
+  group: test.gauntlet.dev
+  names: {kind: Lock, plural: locks}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object}
+`
+	if got != want {
+		t.Errorf("CRD with a schema =\n%s\nwant\n%s", got, want)
+	}
+	if got, want := CRD("Lock", " \n"), strings.TrimSuffix(want, "    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec: {type: object}\n"); got != want {
+		t.Errorf("CRD without a schema =\n%s\nwant\n%s", got, want)
 	}
 }
