@@ -45,6 +45,9 @@ func ParseFaultKinds(v []string) ([]string, bool, error) {
 	var out []string
 	for _, k := range v {
 		if _, ok := backendKind(k); !ok {
+			if model.FaultKind(k).View() {
+				return nil, false, fmt.Errorf("fault kind %q perturbs the operator's view (package view), which campaigns do not inject yet: use kinds from %v", k, DefaultFaultKinds)
+			}
 			return nil, false, fmt.Errorf("unknown fault kind %q: use all, none, or kinds from %v", k, DefaultFaultKinds)
 		}
 		if !slices.Contains(out, k) {

@@ -43,3 +43,16 @@ func TestFaultKinds(t *testing.T) {
 		t.Error("an unknown kind is known")
 	}
 }
+
+func TestViewFaultKinds(t *testing.T) {
+	for _, k := range ViewFaultKinds() {
+		if !k.View() || k.Known() || k.Lasting() {
+			t.Errorf("%s: view %v, known %v (campaigns must not draw it yet), lasting %v", k, k.View(), k.Known(), k.Lasting())
+		}
+	}
+	for _, k := range FaultKinds() {
+		if k.View() {
+			t.Errorf("%s is not a view kind", k)
+		}
+	}
+}

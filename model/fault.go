@@ -22,6 +22,37 @@ const (
 	FaultOperatorPartition FaultKind = "operator-partition"
 )
 
+// Fault kinds of the operator's view (package view: a proxy between the operator
+// and the API server). Declared, not yet drawn by campaigns: FaultKinds, and so
+// `--faults all`, leave them out until campaigns inject them.
+const (
+	// FaultStaleRead serves the operator's reads and watch events as the
+	// cluster was a while ago (a lagging view: Sieve's stale states).
+	FaultStaleRead FaultKind = "stale-read"
+	// FaultMissedEvent withholds chosen watch events from the operator (a
+	// delete, a status-only update: Sieve's unobserved states).
+	FaultMissedEvent FaultKind = "missed-event"
+	// FaultCrashAfterWrite cuts the operator off right after a chosen write of
+	// its own reached the API server, before it sees the answer, and restarts
+	// it (Sieve's intermediate states).
+	FaultCrashAfterWrite FaultKind = "crash-after-write"
+)
+
+// ViewFaultKinds are the kinds of the operator's view.
+func ViewFaultKinds() []FaultKind {
+	return []FaultKind{FaultStaleRead, FaultMissedEvent, FaultCrashAfterWrite}
+}
+
+// View reports whether k perturbs the operator's view of the API server.
+func (k FaultKind) View() bool {
+	for _, x := range ViewFaultKinds() {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
 // FaultKinds are every fault kind, in the order a campaign draws them by default.
 func FaultKinds() []FaultKind {
 	return []FaultKind{FaultContainerCrash, FaultPodKill, FaultPodFailure, FaultPartition, FaultOperatorCrash, FaultOperatorPartition}

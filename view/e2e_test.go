@@ -47,8 +47,8 @@ var env struct {
 	// proxyCfg and directCfg are one service account's client configuration
 	// through the proxy and straight to the API server.
 	proxyCfg, directCfg *rest.Config
-	skip   string
-	err    error
+	skip                string
+	err                 error
 }
 
 func TestMain(m *testing.M) {

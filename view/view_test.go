@@ -11,6 +11,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/endpoints/request"
+
+	"github.com/gauntlet-dev/gauntlet/model"
 )
 
 var infos = &request.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"), GrouplessAPIPrefixes: sets.NewString("api")}
@@ -230,5 +232,30 @@ func TestPointDeployment(t *testing.T) {
 	}
 	if err := PointDeployment(dep, "no-port"); err == nil {
 		t.Errorf("an address without a port was accepted")
+	}
+}
+
+func TestRulesFor(t *testing.T) {
+	r, err := RulesFor(model.FaultStaleRead, FaultTarget{})
+	if err != nil || r.Lag != 5*time.Second || len(r.Withhold) > 0 || r.CrashAfter != nil {
+		t.Errorf("stale-read = %+v, %v; want a 5s lag only", r, err)
+	}
+	r, err = RulesFor(model.FaultMissedEvent, FaultTarget{Resource: "services", Namespace: "a"})
+	if err != nil || len(r.Withhold) != 1 || r.Withhold[0] != (EventMatch{Resource: "services", Namespace: "a", Type: "DELETED"}) {
+		t.Errorf("missed-event = %+v, %v; want services' deletes in a withheld", r, err)
+	}
+	r, err = RulesFor(model.FaultMissedEvent, FaultTarget{StatusOnly: true})
+	if err != nil || len(r.Withhold) != 1 || r.Withhold[0] != (EventMatch{StatusOnly: true}) {
+		t.Errorf("status-only missed-event = %+v, %v", r, err)
+	}
+	r, err = RulesFor(model.FaultCrashAfterWrite, FaultTarget{Verb: "create", Resource: "statefulsets"})
+	if err != nil || r.CrashAfter == nil || *r.CrashAfter != (WriteMatch{Verb: "create", Resource: "statefulsets", N: 1}) || !r.Active() {
+		t.Errorf("crash-after-write = %+v, %v", r, err)
+	}
+	if _, err := RulesFor(model.FaultPodKill, FaultTarget{}); err == nil || !strings.Contains(err.Error(), "stale-read") {
+		t.Errorf("pod-kill: err = %v, want one naming the view's kinds", err)
+	}
+	if (Rules{}).Active() {
+		t.Errorf("the zero Rules are active")
 	}
 }

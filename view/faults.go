@@ -1,0 +1,52 @@
+package view
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/gauntlet-dev/gauntlet/model"
+)
+
+// FaultTarget says what a fault of the operator's view aims at; the zero value
+// is each kind's default.
+type FaultTarget struct {
+	// Lag is how far behind a stale-read view is (default 5s).
+	Lag time.Duration
+	// Group and Resource name the API resource whose events are missed or
+	// whose write is crashed after (""; every resource).
+	Group, Resource string
+	// Type is the missed event's type (default DELETED); StatusOnly misses
+	// status-only updates instead.
+	Type       string
+	StatusOnly bool
+	// Verb is the write crashed after ("": any write); N counts matching
+	// writes (default 1).
+	Verb string
+	N    int
+	// Namespace narrows events and writes to one namespace.
+	Namespace string
+}
+
+// RulesFor is what the proxy does for a fault of the operator's view: a
+// stale-read lags reads and watch events, a missed-event withholds the chosen
+// events, a crash-after-write cuts and restarts the operator after the chosen
+// write. Any other kind is an error.
+func RulesFor(kind model.FaultKind, t FaultTarget) (Rules, error) {
+	switch kind {
+	case model.FaultStaleRead:
+		lag := t.Lag
+		if lag <= 0 {
+			lag = 5 * time.Second
+		}
+		return Rules{Lag: lag}, nil
+	case model.FaultMissedEvent:
+		m := EventMatch{Group: t.Group, Resource: t.Resource, Namespace: t.Namespace, Type: t.Type, StatusOnly: t.StatusOnly}
+		if m.Type == "" && !m.StatusOnly {
+			m.Type = "DELETED"
+		}
+		return Rules{Withhold: []EventMatch{m}}, nil
+	case model.FaultCrashAfterWrite:
+		return Rules{CrashAfter: &WriteMatch{Verb: t.Verb, Group: t.Group, Resource: t.Resource, Namespace: t.Namespace, N: max(t.N, 1)}}, nil
+	}
+	return Rules{}, fmt.Errorf("view: %q is not a fault of the operator's view (those are %v)", kind, model.ViewFaultKinds())
+}
