@@ -36,7 +36,7 @@ TEST_EVENTS ?= $(CACHE_DIR)/test-events.json
 export GAUNTLET_CACHE_DIR := $(CACHE_DIR)
 export GAUNTLET_OPERATOR_BINARY := $(CURDIR)/$(BIN)/valkey-operator
 
-.PHONY: all deps kind-deps kind-binaries kind-coredns kind-node-image chaosmesh tools controlplane coredns certmanager cnpg prometheus-operator build demo test test-unit bench bench-bugs bench-campaign bench-inputgen vet fmt clean
+.PHONY: all deps kind-deps kind-binaries kind-coredns kind-node-image chaosmesh tools controlplane coredns certmanager cnpg prometheus-operator build demo test test-unit bench bench-bugs bench-campaign bench-inputgen findings vet fmt clean
 
 all: build
 
@@ -193,6 +193,12 @@ bench-campaign: deps controlplane coredns build
 		$(BIN)/gauntlet run --target valkey --faults all --workers $(BENCH_WORKERS) --seed $$s --budget $(BENCH_BUDGET) --no-minimize --out $$out || true; \
 		$(GO) run ./hack/campaignfigures $$out || exit 1; \
 	done
+
+## findings: replay every finding bundle (findings/<operator>/<slug>: a bug found in a third-party
+## operator) on the embedded cluster, one at a time, and print per bundle whether it still reproduces;
+## FINDINGS_SCRIPTS=1 also runs each bundle's kubectl-only reproduce.sh against the same cluster
+findings: deps controlplane coredns certmanager cnpg build
+	@nice -n 10 $(BIN)/gauntlet findings $(if $(filter 1,$(FINDINGS_SCRIPTS)),--scripts)
 
 vet:
 	@$(GO) vet ./...

@@ -71,6 +71,6 @@ func newRoot() *cobra.Command {
 	}
 	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "debug logging")
 	root.PersistentFlags().BoolVarP(&g.quiet, "quiet", "q", false, "warnings and errors only (for CI)")
-	root.AddCommand(newVersionCmd(), newClusterCmd(g), newDemoCmd(g), newGenCmd(g), newRunCmd(g), newMergeCmd(), newReproduceCmd(g), newKindCmd())
+	root.AddCommand(newVersionCmd(), newClusterCmd(g), newDemoCmd(g), newGenCmd(g), newRunCmd(g), newMergeCmd(), newReproduceCmd(g), newFindingsCmd(g), newKindCmd())
 	return root
 }
