@@ -57,9 +57,9 @@ func bundle(t *testing.T, meta string) string {
 		t.Fatal(err)
 	}
 	files := map[string]string{
-		MetaFile:      meta,
-		ReadmeFile:    "# x\n",
-		ScriptFile:    "#!/bin/sh\nexit 2\n",
+		MetaFile:       meta,
+		ReadmeFile:     "# x\n",
+		ScriptFile:     "#!/bin/sh\nexit 2\n",
 		"01-seed.yaml": "apiVersion: example.com/v1\nkind: Thing\nmetadata: {name: a}\nspec: {size: 1}\n",
 		"02-next.yaml": "apiVersion: example.com/v1\nkind: Thing\nmetadata: {name: a}\nspec: {size: 2}\n",
 	}
