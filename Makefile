@@ -23,7 +23,7 @@ TEST_TIMEOUT ?= 60m
 # Packages tested at once, and tests run at once within a package (the campaign packages' and
 # the example targets' end-to-end tests, each on its own clusters). They mostly wait (quiet windows,
 # convergence), so more than one per core shortens the run.
-TEST_PACKAGES ?= 4
+TEST_PACKAGES ?= 5
 TEST_PARALLEL ?= 4
 # go test starts packages in the order given: the longest first, so that the short ones fill in
 # beside them instead of a long one starting last.
