@@ -51,6 +51,9 @@ type Change struct {
 	To any
 	// Set requires the new value to be present (a change to unset does not count).
 	Set bool
+	// Not, when set, is a value the new one must differ from (the operator's
+	// own default, which the bug leaves in place anyway).
+	Not any
 	// NewKey, when set, requires the new value to be a map holding a key that
 	// contains NewKey which the previous value did not hold with that value.
 	NewKey string
@@ -213,6 +216,9 @@ func (c Change) matches(before, after any) bool {
 		return false
 	}
 	if c.To != nil && !jsonv.Equal(c.To, after) {
+		return false
+	}
+	if c.Not != nil && jsonv.Equal(c.Not, after) {
 		return false
 	}
 	if c.NewKey != "" {

@@ -40,6 +40,9 @@ type UntunedOptions struct {
 	Budget time.Duration
 	// Workers is each campaign's --workers: a number or "auto" (default "2").
 	Workers string
+	// Reclassify judges the results folders a previous run left in WorkDir
+	// again (after a change of the bugs' triggers) instead of running campaigns.
+	Reclassify bool
 	// Log receives diagnostics (default: discarded).
 	Log *slog.Logger
 	// Progress receives a line per campaign started and ended, and the
@@ -92,7 +95,7 @@ func RunUntuned(ctx context.Context, o UntunedOptions, onRow func(UntunedRow)) (
 	if err := os.MkdirAll(o.WorkDir, 0o755); err != nil {
 		return nil, fmt.Errorf("untuned work folder: %w", err)
 	}
-	if o.Gauntlet == "" {
+	if o.Gauntlet == "" && !o.Reclassify {
 		o.Gauntlet = filepath.Join(o.WorkDir, "gauntlet")
 		build := exec.CommandContext(ctx, "go", "build", "-o", o.Gauntlet, "./cmd/gauntlet")
 		build.Dir = o.RepoRoot
@@ -104,6 +107,9 @@ func RunUntuned(ctx context.Context, o UntunedOptions, onRow func(UntunedRow)) (
 	bins := map[string]string{}
 	buildErr := map[string]error{}
 	for _, b := range append([]Bug{{Name: "clean"}}, bs...) {
+		if o.Reclassify {
+			break
+		}
 		bin := filepath.Join(o.WorkDir, "bin", b.Name, "valkey-operator")
 		if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
 			return nil, err
@@ -135,7 +141,7 @@ func RunUntuned(ctx context.Context, o UntunedOptions, onRow func(UntunedRow)) (
 				crow = CleanRow(seed, rec)
 				clean = rec
 			}
-			crow.Err, crow.Dir, crow.Duration = err, dir, time.Since(start)
+			crow.Err, crow.Dir, crow.Duration = err, dir, o.took(start, rec)
 		}
 		if crow.Err != nil {
 			crow.Verdict = VerdictError
@@ -160,7 +166,7 @@ func RunUntuned(ctx context.Context, o UntunedOptions, onRow func(UntunedRow)) (
 				default:
 					row.Err = err
 				}
-				row.Dir, row.Duration = dir, time.Since(start)
+				row.Dir, row.Duration = dir, o.took(start, rec)
 			}
 			if row.Err != nil {
 				row.Verdict = VerdictError
@@ -169,6 +175,17 @@ func RunUntuned(ctx context.Context, o UntunedOptions, onRow func(UntunedRow)) (
 		}
 	}
 	return rows, nil
+}
+
+// took is a campaign's wall time: measured, or the recorded campaign's when reclassifying.
+func (o UntunedOptions) took(start time.Time, rec *Record) time.Duration {
+	if o.Reclassify {
+		if rec == nil || rec.Summary.Finished.IsZero() {
+			return 0
+		}
+		return rec.Summary.Finished.Sub(rec.Summary.Started)
+	}
+	return time.Since(start)
 }
 
 // errSeedGate marks a campaign the seed gate stopped.
@@ -180,6 +197,15 @@ var errSeedGate = errors.New("the seed gate stopped the campaign")
 func (o UntunedOptions) runCampaign(ctx context.Context, name string, seed int64, bin string) (*Record, string, error) {
 	base := filepath.Join(o.WorkDir, fmt.Sprintf("seed%d", seed), name)
 	out, state := filepath.Join(base, "results"), filepath.Join(base, "state")
+	logPath := filepath.Join(base, "run.log")
+	if o.Reclassify {
+		rec, err := ReadRecord(out)
+		if err != nil {
+			log, _ := os.ReadFile(logPath)
+			return nil, out, campaignError(nil, err, string(log), logPath)
+		}
+		return rec, out, nil
+	}
 	if err := os.RemoveAll(base); err != nil {
 		return nil, out, err
 	}
@@ -188,7 +214,6 @@ func (o UntunedOptions) runCampaign(ctx context.Context, name string, seed int64
 	}
 	// Keep the results, not the clusters' state (gigabytes per campaign).
 	defer os.RemoveAll(state)
-	logPath := filepath.Join(base, "run.log")
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, out, err
@@ -212,14 +237,21 @@ func (o UntunedOptions) runCampaign(ctx context.Context, name string, seed int64
 	if err == nil {
 		return rec, out, nil
 	}
-	last := lastLines(tail.String(), 3)
-	if strings.Contains(tail.String(), campaign.ErrSeedUnhealthy.Error()) {
-		return nil, out, fmt.Errorf("%w: %s (log %s)", errSeedGate, last, logPath)
+	return nil, out, campaignError(runErr, err, tail.String(), logPath)
+}
+
+// campaignError says why a campaign left no readable results folder: the
+// seed gate stopped it (errSeedGate), the command failed, or its results are
+// unreadable (readErr); log is the command's output.
+func campaignError(runErr, readErr error, log, logPath string) error {
+	last := lastLines(log, 3)
+	switch {
+	case strings.Contains(log, campaign.ErrSeedUnhealthy.Error()):
+		return fmt.Errorf("%w: %s (log %s)", errSeedGate, last, logPath)
+	case runErr != nil:
+		return fmt.Errorf("gauntlet run: %w: %s (log %s)", runErr, last, logPath)
 	}
-	if runErr != nil {
-		return nil, out, fmt.Errorf("gauntlet run: %w: %s (log %s)", runErr, last, logPath)
-	}
-	return nil, out, fmt.Errorf("results of %s: %w (log %s)", name, err, logPath)
+	return fmt.Errorf("%w (log %s)", readErr, logPath)
 }
 
 func lastLines(s string, n int) string {

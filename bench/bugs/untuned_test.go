@@ -1,6 +1,10 @@
 package bugs
 
 import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -155,6 +159,11 @@ func TestTriggerReached(t *testing.T) {
 			record(stepSpec{kind: model.StepSeed, spec: seed}, stepSpec{kind: model.StepApply, spec: with("resources", map[string]any{"limits": map[string]any{"cpu": "1"}})}), "w0/s1", 2 * time.Minute},
 		{"fault steps change nothing", catalog["01-resources-ignored"].Trigger,
 			record(stepSpec{kind: model.StepSeed, spec: seed}, stepSpec{kind: model.StepFault, spec: with("resources", map[string]any{"limits": map[string]any{"cpu": "1"}})}), "", 0},
+		{"a value other than the operator's default", catalog["04-config-default-overrules-user"].Trigger,
+			record(stepSpec{kind: model.StepSeed, spec: seed}, stepSpec{kind: model.StepApply, spec: with("config", map[string]any{"maxmemory-policy": "volatile-lru"})}), "w0/s1", 2 * time.Minute},
+		{"a rollback to the operator's default", catalog["04-config-default-overrules-user"].Trigger,
+			record(stepSpec{kind: model.StepSeed, spec: with("config", map[string]any{"maxmemory-policy": "volatile-lru"})},
+				stepSpec{kind: model.StepRollback, spec: with("config", map[string]any{"maxmemory-policy": "allkeys-lru"})}), "", 0},
 		{"new prefixed key", catalog["10-node-selector-prefixed-keys-dropped"].Trigger,
 			record(stepSpec{kind: model.StepSeed, spec: seed},
 				stepSpec{kind: model.StepApply, spec: with("scheduling", map[string]any{"nodeSelector": map[string]any{"disktype": "ssd"}})},
@@ -252,5 +261,59 @@ func TestUntunedArgs(t *testing.T) {
 	want := "run --target valkey --faults all --workers 2 --seed 2 --budget 4m0s --no-minimize --repo /r --operator-binary /b/op --state-dir /s --out /o"
 	if got != want {
 		t.Errorf("args\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestReclassify runs the untuned mode over results folders left in its work
+// folder (the fixtures), as `-reclassify` does: no campaign runs.
+func TestReclassify(t *testing.T) {
+	work := t.TempDir()
+	for name, fixture := range map[string]string{"clean": "clean", "01-resources-ignored": "bug", "08-unreachable-primary-keeps-label": "bug"} {
+		dir := filepath.Join(work, "seed1", name, "results")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{"summary.json", "journal.jsonl"} {
+			b, err := os.ReadFile(filepath.Join("testdata/untuned", fixture, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	o := UntunedOptions{RepoRoot: repoRoot(t), WorkDir: work, Seeds: []int64{1}, Reclassify: true,
+		Only: []string{"01-resources-ignored", "08-unreachable-primary-keeps-label", "02-pdb-never-deleted"}}
+	rows, err := RunUntuned(context.Background(), o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range rows {
+		got[r.Bug] = string(r.Verdict)
+		if r.Err != nil {
+			got[r.Bug] = "error"
+		}
+	}
+	want := map[string]string{"clean": "", "01-resources-ignored": "caught", "08-unreachable-primary-keeps-label": "not reached", "02-pdb-never-deleted": "error"}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %q, want %q (all: %v)", k, got[k], v, got)
+		}
+	}
+	if rows[0].Bug != "clean" || rows[0].Alarms != 1 || rows[0].Duration != 5*time.Minute {
+		t.Errorf("first row %+v: want the clean campaign, 1 alarm group, 5m recorded", rows[0])
+	}
+}
+
+func TestCampaignError(t *testing.T) {
+	gate := campaignError(errors.New("exit status 1"), os.ErrNotExist, "starting\ngauntlet: "+campaign.ErrSeedUnhealthy.Error()+": step w0/s0: exit 127\n", "run.log")
+	if !errors.Is(gate, errSeedGate) || !strings.Contains(gate.Error(), "exit 127") {
+		t.Errorf("seed gate: %v", gate)
+	}
+	failed := campaignError(errors.New("exit status 2"), os.ErrNotExist, "bad flag\n", "run.log")
+	if errors.Is(failed, errSeedGate) || !strings.Contains(failed.Error(), "bad flag") {
+		t.Errorf("failed command: %v", failed)
 	}
 }

@@ -44,13 +44,14 @@ func run(args []string, stdout, stderr io.Writer) error {
 	workers := fs.String("workers", "2", "each campaign's --workers (a number, or auto)")
 	only := fs.String("bugs", "", "comma-separated seeded bug names (default: every bug)")
 	verbose := fs.Bool("v", false, "print the campaigns' progress lines")
+	reclassify := fs.Bool("reclassify", false, "judge the results folders a previous run left in -out again (after a change of the bugs' triggers) instead of running campaigns")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q (every option is a flag: -seeds, -budget, -workers, -bugs, -out)", fs.Args())
 	}
-	o := bugs.UntunedOptions{RepoRoot: *repo, Gauntlet: *gauntlet, Budget: *budget, Workers: *workers}
+	o := bugs.UntunedOptions{RepoRoot: *repo, Gauntlet: *gauntlet, Budget: *budget, Workers: *workers, Reclassify: *reclassify}
 	if o.RepoRoot == "" {
 		r, err := targets.FindRepoRoot(".")
 		if err != nil {
