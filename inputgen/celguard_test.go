@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gauntlet-dev/gauntlet/inputgen/internal/testcrds"
 )
 
 // guardString renders guards compactly: "tls <- mode equals cluster, size exists".
@@ -171,19 +173,7 @@ func TestRuleGuardCoverage(t *testing.T) {
 // TestUncoveredByRule: a property whose only valid values a rule the generator cannot solve
 // forbids is counted in the plan's stats.
 func TestUncoveredByRule(t *testing.T) {
-	s := mustSchema(t, `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: locks.test.gauntlet.dev}
-spec:
-  group: test.gauntlet.dev
-  names: {kind: Lock, plural: locks}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
+	s := mustSchema(t, testcrds.CRD("Lock", `
         type: object
         properties:
           apiVersion: {type: string}
@@ -197,7 +187,7 @@ spec:
             properties:
               key: {type: string, enum: [abc]}
               code: {type: string}
-`)
+`))
 	g, err := NewGenerator(s, map[string]any{"apiVersion": "test.gauntlet.dev/v1", "kind": "Lock",
 		"metadata": map[string]any{"name": "l"}, "spec": map[string]any{"key": "abc"}}, Options{Seed: 1})
 	if err != nil {

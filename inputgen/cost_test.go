@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gauntlet-dev/gauntlet/inputgen/crd"
+	"github.com/gauntlet-dev/gauntlet/inputgen/internal/testcrds"
 )
 
 // TestPodEstimatesSharded checks, on the shared real-world CRDs of sharded and replicated
@@ -74,19 +75,7 @@ func TestPodEstimatesSharded(t *testing.T) {
 // 256 pods)" and a misoperation, although the seed itself runs. An estimate that puts the seed
 // beyond capacity reads fields that do not count pods: it is dropped, with a seed warning.
 func TestPodEstimateSeedBeyondCapacity(t *testing.T) {
-	s := mustSchema(t, `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: certificates.test.gauntlet.dev}
-spec:
-  group: test.gauntlet.dev
-  names: {kind: Certificate, plural: certificates}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
+	s := mustSchema(t, testcrds.CRD("Certificate", `
         type: object
         properties:
           apiVersion: {type: string}
@@ -102,7 +91,7 @@ spec:
                 properties:
                   algorithm: {type: string, enum: [RSA, ECDSA]}
                   size: {type: integer}
-`)
+`))
 	seed := map[string]any{"apiVersion": "test.gauntlet.dev/v1", "kind": "Certificate", "metadata": map[string]any{"name": "c"},
 		"spec": map[string]any{"commonName": "example.com", "secretName": "c-tls", "privateKey": map[string]any{"algorithm": "RSA", "size": int64(2048)}}}
 	g := mustGenerator(t, s, seed, Options{Seed: 1, Workers: 1})

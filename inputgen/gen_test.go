@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/gauntlet-dev/gauntlet/inputgen/crd"
+	"github.com/gauntlet-dev/gauntlet/inputgen/internal/testcrds"
 )
 
 func testdataPath(name string) string { return filepath.Join("testdata", "gen", name) }
@@ -114,25 +115,13 @@ func writeTemp(t *testing.T, name, content string) string {
 func TestRunGenBadInput(t *testing.T) {
 	clearLLMEnv(t)
 	crdFile, seedFile := testdataPath("cel.crd.yaml"), testdataPath("cel.seed.yaml")
-	notStructural := writeTemp(t, "ns.yaml", `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: things.test.gauntlet.dev}
-spec:
-  group: test.gauntlet.dev
-  names: {kind: Thing, plural: things}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
+	notStructural := writeTemp(t, "ns.yaml", testcrds.CRD("Thing", `
         type: object
         properties:
           spec:
             properties:
               size: {type: integer}
-`)
+`))
 	tests := []struct {
 		name    string
 		opts    GenOptions

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/gauntlet-dev/gauntlet/inputgen/internal/testcrds"
 )
 
 const twoCRDs = `
@@ -269,23 +271,11 @@ func TestParseErrors(t *testing.T) {
 		{"empty", "# nothing\n---\n", ErrNoCRD, ""},
 		{"v1beta1", "apiVersion: apiextensions.k8s.io/v1beta1\nkind: CustomResourceDefinition\n", ErrUnsupportedCRDVersion, ""},
 		{"unknown field", "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: x}\nspec: {group: g, bogus: 1}\n", nil, "unknown field"},
-		{"unknown field in a property schema", `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: x}
-spec:
-  group: g
-  names: {kind: X, plural: xs}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
+		{"unknown field in a property schema", testcrds.CRD("X", `
         type: object
         properties:
           spec: {type: object, maxitems: 3}
-`, nil, "unknown field"},
+`), nil, "unknown field"},
 		{"duplicate key", "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: x}\nmetadata: {name: y}\n", nil, "already set"},
 		{"bad YAML", "apiVersion: [\n", nil, "YAML"},
 	}
@@ -325,22 +315,7 @@ func TestNotStructural(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			doc := `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: things.test.gauntlet.dev}
-spec:
-  group: test.gauntlet.dev
-  names: {kind: Thing, plural: things}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-`
-			if tt.schema != "" {
-				doc += "    schema:\n      openAPIV3Schema:" + tt.schema + "\n"
-			}
-			crds, err := Parse([]byte(doc))
+			crds, err := Parse([]byte(testcrds.CRD("Thing", tt.schema)))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,23 +4,12 @@ import (
 	"testing"
 
 	"github.com/gauntlet-dev/gauntlet/inputgen/crd"
+	"github.com/gauntlet-dev/gauntlet/inputgen/internal/testcrds"
 )
 
 const quantity = `{x-kubernetes-int-or-string: true, anyOf: [{type: integer}, {type: string}], pattern: '^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$'}`
 
-const testCRD = `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: things.test.gauntlet.dev}
-spec:
-  group: test.gauntlet.dev
-  names: {kind: Thing, plural: things}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
+var testCRD = testcrds.CRD("Thing", `
         type: object
         properties:
           spec:
@@ -132,7 +121,7 @@ spec:
                       type: object
                       properties:
                         secretKeyRef: {type: object, properties: {name: {type: string}, key: {type: string}}}
-`
+`)
 
 func annotated(t *testing.T) (*crd.Schema, Result) {
 	t.Helper()

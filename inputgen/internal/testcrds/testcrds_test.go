@@ -4,8 +4,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
 )
 
 func TestDirAbsent(t *testing.T) {
@@ -37,32 +39,27 @@ func TestDirAbsent(t *testing.T) {
 }
 
 func TestCRD(t *testing.T) {
-	got := CRD("Lock", `
+	decode := func(doc string) apiextensionsv1.CustomResourceDefinition {
+		t.Helper()
+		var c apiextensionsv1.CustomResourceDefinition
+		if err := yaml.UnmarshalStrict([]byte(doc), &c); err != nil {
+			t.Fatalf("%v in\n%s", err, doc)
+		}
+		return c
+	}
+	c := decode(CRD("Lock", `
       type: object
       properties:
         spec: {type: object}
-`)
-	want := `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: locks.test.gauntlet.dev}
-spec:
-  group: test.gauntlet.dev
-  names: {kind: Lock, plural: locks}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec: {type: object}
-`
-	if got != want {
-		t.Errorf("CRD with a schema =\n%s\nwant\n%s", got, want)
+`))
+	if c.Name != "locks.test.gauntlet.dev" || c.Spec.Names.Kind != "Lock" || c.Spec.Names.Plural != "locks" || len(c.Spec.Versions) != 1 {
+		t.Fatalf("CRD = %+v, want locks.test.gauntlet.dev of kind Lock with one version", c)
 	}
-	if got, want := CRD("Lock", " \n"), strings.TrimSuffix(want, "    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec: {type: object}\n"); got != want {
-		t.Errorf("CRD without a schema =\n%s\nwant\n%s", got, want)
+	v := c.Spec.Versions[0]
+	if !v.Served || !v.Storage || v.Schema == nil || v.Schema.OpenAPIV3Schema.Properties["spec"].Type != "object" {
+		t.Errorf("version = %+v, want served, stored, with the schema's object spec", v)
+	}
+	if v := decode(CRD("Lock", " \n")).Spec.Versions[0]; v.Schema != nil {
+		t.Errorf("an empty schema gave %+v, want none", v.Schema)
 	}
 }
