@@ -33,12 +33,12 @@ var testCRD = testcrds.CRD("Thing", `
               persistence:
                 type: object
                 properties:
-                  size: ` + quantity + `
+                  size: `+quantity+`
               resources:
                 type: object
                 properties:
-                  limits: {type: object, additionalProperties: ` + quantity + `}
-                  requests: {type: object, additionalProperties: ` + quantity + `}
+                  limits: {type: object, additionalProperties: `+quantity+`}
+                  requests: {type: object, additionalProperties: `+quantity+`}
               affinity:
                 type: object
                 properties:
@@ -99,7 +99,7 @@ var testCRD = testcrds.CRD("Thing", `
                   resources:
                     type: object
                     properties:
-                      requests: {type: object, additionalProperties: ` + quantity + `}
+                      requests: {type: object, additionalProperties: `+quantity+`}
               probe:
                 type: object
                 properties:
