@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gauntlet-dev/gauntlet/internal/operatorbin"
+
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -100,8 +102,8 @@ func setUp(ctx context.Context, tb testing.TB, r Reproducer, o options) environm
 		tb.Fatalf("testkit: target %s: %v", spec, err)
 	}
 	bin := o.operatorBin
-	if bin == "" && repo != "" {
-		bin = filepath.Join(repo, "bin", "valkey-operator")
+	if bin == "" {
+		bin = operatorbin.Path(repo)
 	}
 	if builtin || o.operatorBin != "" {
 		if _, err := os.Stat(bin); err != nil {

@@ -40,6 +40,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gauntlet-dev/gauntlet/internal/operatorbin"
+
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/gauntlet-dev/gauntlet/campaign"
@@ -166,7 +168,7 @@ func newOptions(opts []Option) options {
 	o := options{
 		kubeconfig:  os.Getenv("KUBECONFIG"),
 		target:      os.Getenv("GAUNTLET_TARGET"),
-		operatorBin: os.Getenv("GAUNTLET_OPERATOR_BINARY"),
+		operatorBin: os.Getenv(operatorbin.Env),
 		repo:        os.Getenv("GAUNTLET_REPO"),
 		namespace:   os.Getenv("GAUNTLET_NAMESPACE"),
 	}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gauntlet-dev/gauntlet/internal/operatorbin"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -48,12 +50,9 @@ func TestE2EKubeconfigBackEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := os.Getenv("GAUNTLET_OPERATOR_BINARY")
-	if bin == "" {
-		bin = filepath.Join(root, "bin", "valkey-operator")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		testenv.Unavailable(t, "operator binary not built (run `make build`): %v", err)
+	bin, err := operatorbin.Find(root)
+	if err != nil {
+		testenv.Unavailable(t, "%v", err)
 	}
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if os.Getenv("GAUNTLET_E2E_LOG") != "" {

@@ -10,12 +10,14 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
+	"github.com/gauntlet-dev/gauntlet/internal/operatorbin"
+
+	"github.com/gauntlet-dev/gauntlet/cluster/kind/internal/e2ekit"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -45,7 +47,7 @@ func TestE2EKindCluster(t *testing.T) {
 		testenv.Skip(t, testenv.Kind, "no container engine on this machine, kind cannot run: %v", err)
 	}
 	testenv.NeedRoot(t)
-	res, err := nodeimage.Build(ctx, nodeimage.Options{Progress: testWriter{t}})
+	res, err := nodeimage.Build(ctx, nodeimage.Options{Progress: e2ekit.Writer{T: t}})
 	if err != nil {
 		if strings.Contains(err.Error(), "is missing: run `make") || strings.Contains(err.Error(), "no CoreDNS build") {
 			testenv.Skip(t, testenv.Kind, "the offline node image cannot be built, its inputs are not (make kind-binaries controlplane kind-coredns): %v", err)
@@ -70,7 +72,7 @@ func TestE2EKindCluster(t *testing.T) {
 
 	const name = "gauntlet-kind-e2e"
 	start := time.Now()
-	c, err := Provider{Options: Options{Images: images, WaitForReady: 4 * time.Minute, Log: slog.New(slog.NewTextHandler(testWriter{t}, nil))}}.Create(ctx, name)
+	c, err := Provider{Options: Options{Images: images, WaitForReady: 4 * time.Minute, Log: slog.New(slog.NewTextHandler(e2ekit.Writer{T: t}, nil))}}.Create(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,12 +112,12 @@ func TestE2EKindCluster(t *testing.T) {
 		kubectl(t, node, &first, "apply", "--server-side", "-f", "-")
 		kubectl(t, node, &rest, "apply", "--server-side", "-f", "-")
 	}
-	waitFor(t, "operator Deployment available", 3*time.Minute, func() (bool, string) {
+	e2ekit.WaitFor(t, "operator Deployment available", 3*time.Minute, func() (bool, string) {
 		pods, err := cs.CoreV1().Pods(target.Operator.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=valkey-operator"})
 		if err != nil || len(pods.Items) == 0 {
-			return false, "operator pods: " + errString(err)
+			return false, "operator pods: " + e2ekit.ErrString(err)
 		}
-		return allReady(pods.Items)
+		return e2ekit.AllReady(pods.Items)
 	})
 	t.Logf("operator Ready %s after creation began", time.Since(start).Round(time.Millisecond))
 	// Create waits for the Service rules (CoreDNS Ready): the operator must not have restarted
@@ -137,7 +139,7 @@ func TestE2EKindCluster(t *testing.T) {
 	}
 	replicas, _, _ := unstructured.NestedInt64(seed.Object, "spec", "replicas")
 	t0 := time.Now()
-	waitFor(t, "ValkeyCluster Ready", 4*time.Minute, func() (bool, string) {
+	e2ekit.WaitFor(t, "ValkeyCluster Ready", 4*time.Minute, func() (bool, string) {
 		u, err := dyn.Resource(vcGVR).Namespace("default").Get(ctx, seed.GetName(), metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -146,7 +148,7 @@ func TestE2EKindCluster(t *testing.T) {
 		ready, _, _ := unstructured.NestedInt64(u.Object, "status", "readyReplicas")
 		why := fmt.Sprintf("phase %q, readyReplicas %d/%d", phase, ready, replicas)
 		if pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); err == nil {
-			_, w := allReady(pods.Items)
+			_, w := e2ekit.AllReady(pods.Items)
 			why += "; " + w
 		}
 		return phase == "Ready" && ready == replicas, why
@@ -200,20 +202,14 @@ var vcGVR = schema.GroupVersionResource{Group: "valkey.gauntlet.dev", Version: "
 
 // operatorBinary is $GAUNTLET_OPERATOR_BINARY, else REPO/bin/valkey-operator, else one built here.
 func operatorBinary(t *testing.T, repo string) string {
-	for _, p := range []string{os.Getenv("GAUNTLET_OPERATOR_BINARY"), filepath.Join(repo, "bin", "valkey-operator")} {
-		if p != "" {
-			if _, err := os.Stat(p); err == nil {
-				return p
-			}
-		}
+	if p, err := operatorbin.Find(repo); err == nil {
+		return p
 	}
-	out := filepath.Join(t.TempDir(), "valkey-operator")
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/valkey-operator")
-	cmd.Dir = repo
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build the operator: %v: %s", err, b)
+	p, err := operatorbin.Build(t.Context(), repo, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return p
 }
 
 func kubectl(t *testing.T, node string, stdin *bytes.Buffer, args ...string) {
@@ -249,52 +245,4 @@ func valkeyRole(ip string) (string, error) {
 		return "", fmt.Errorf("short ROLE answer %q", lines)
 	}
 	return lines[2], nil
-}
-
-func allReady(pods []corev1.Pod) (bool, string) {
-	for _, p := range pods {
-		if p.Status.Phase != corev1.PodRunning {
-			why := string(p.Status.Phase)
-			for _, c := range p.Status.ContainerStatuses {
-				if c.State.Waiting != nil {
-					why += " " + c.State.Waiting.Reason + ": " + c.State.Waiting.Message
-				}
-			}
-			return false, p.Name + " " + why
-		}
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodReady && c.Status != corev1.ConditionTrue {
-				return false, p.Name + " not Ready: " + c.Message
-			}
-		}
-	}
-	return true, ""
-}
-
-func waitFor(t *testing.T, what string, limit time.Duration, f func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	var why string
-	for time.Now().Before(deadline) {
-		var ok bool
-		if ok, why = f(); ok {
-			return
-		}
-		time.Sleep(time.Second)
-	}
-	t.Fatalf("%s: not within %s: %s", what, limit, why)
-}
-
-func errString(err error) string {
-	if err == nil {
-		return "none yet"
-	}
-	return err.Error()
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(string(bytes.TrimRight(p, "\n")))
-	return len(p), nil
 }

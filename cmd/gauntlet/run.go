@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gauntlet-dev/gauntlet/internal/operatorbin"
+
 	"github.com/spf13/cobra"
 
 	"github.com/gauntlet-dev/gauntlet/campaign"
@@ -66,10 +68,7 @@ func (f *runFlags) resolve(g *globals, spec string) (*targets.Target, cluster.Ba
 	}
 	bin := f.opBin
 	if bin == "" {
-		bin = os.Getenv("GAUNTLET_OPERATOR_BINARY")
-	}
-	if bin == "" && repo != "" {
-		bin = filepath.Join(repo, "bin", "valkey-operator")
+		bin = operatorbin.Path(repo)
 	}
 	opts := backends.Options{StateRoot: f.stateDir, Log: g.logger(), OperatorBinary: bin, MappingFile: f.mapping, Faults: f.faults, Kubeconfig: f.kubecfg}
 	if t.Source == "builtin:valkey" {

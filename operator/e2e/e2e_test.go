@@ -25,6 +25,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gauntlet-dev/gauntlet/internal/operatorbin"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -131,7 +133,7 @@ func setup(t testing.TB) client.Client {
 // make, or a fresh build (in a folder every user can read: the operator's pod
 // runs as 65532).
 func operatorBinary(ctx context.Context) (string, error) {
-	if p := os.Getenv("GAUNTLET_OPERATOR_BINARY"); p != "" {
+	if p := os.Getenv(operatorbin.Env); p != "" {
 		return p, nil
 	}
 	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
@@ -147,13 +149,7 @@ func operatorBinary(ctx context.Context) (string, error) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return "", err
 	}
-	bin := filepath.Join(dir, "valkey-operator")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/valkey-operator")
-	cmd.Dir = rootDir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build the operator: %v\n%s", err, out)
-	}
-	return bin, nil
+	return operatorbin.Build(ctx, rootDir, dir)
 }
 
 func manifestDir() string { return filepath.Join("..", "config") }

@@ -1,7 +1,6 @@
 package nodeimage
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -9,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gauntlet-dev/gauntlet/cluster/kind/internal/e2ekit"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,7 +32,7 @@ func TestE2ENodeImageCluster(t *testing.T) {
 		testenv.Skip(t, testenv.Kind, "no container engine on this machine, kind cannot run: `docker info`: %v: %s", err, strings.TrimSpace(string(out)))
 	}
 	testenv.NeedRoot(t)
-	opts, err := Options{Progress: testWriter{t}}.withDefaults()
+	opts, err := Options{Progress: e2ekit.Writer{T: t}}.withDefaults()
 	if err != nil {
 		testenv.Skip(t, testenv.Kind, "the node image's build options cannot be resolved (cache folder, inputs): %v", err)
 	}
@@ -76,10 +77,10 @@ func TestE2ENodeImageCluster(t *testing.T) {
 	}
 	cs := kubernetes.NewForConfigOrDie(cfg)
 
-	waitFor(t, "node Ready", 2*time.Minute, func() (bool, string) {
+	e2ekit.WaitFor(t, "node Ready", 2*time.Minute, func() (bool, string) {
 		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil || len(nodes.Items) != 1 {
-			return false, "nodes: " + errString(err)
+			return false, "nodes: " + e2ekit.ErrString(err)
 		}
 		for _, c := range nodes.Items[0].Status.Conditions {
 			if c.Type == corev1.NodeReady {
@@ -88,12 +89,12 @@ func TestE2ENodeImageCluster(t *testing.T) {
 		}
 		return false, "no Ready condition"
 	})
-	waitFor(t, "CoreDNS Ready", 2*time.Minute, func() (bool, string) {
+	e2ekit.WaitFor(t, "CoreDNS Ready", 2*time.Minute, func() (bool, string) {
 		pods, err := cs.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=kube-dns"})
 		if err != nil || len(pods.Items) == 0 {
-			return false, "CoreDNS pods: " + errString(err)
+			return false, "CoreDNS pods: " + e2ekit.ErrString(err)
 		}
-		return allReady(pods.Items)
+		return e2ekit.AllReady(pods.Items)
 	})
 	t.Logf("CoreDNS Ready %s after creation began", time.Since(start).Round(time.Millisecond))
 
@@ -107,13 +108,13 @@ func TestE2ENodeImageCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ip string
-	waitFor(t, "pod of a local image Running", 2*time.Minute, func() (bool, string) {
+	e2ekit.WaitFor(t, "pod of a local image Running", 2*time.Minute, func() (bool, string) {
 		p, err := cs.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
 		ip = p.Status.PodIP
-		ok, why := allReady([]corev1.Pod{*p})
+		ok, why := e2ekit.AllReady([]corev1.Pod{*p})
 		return ok, why
 	})
 	if !strings.HasPrefix(ip, "10.244.") {
@@ -130,52 +131,4 @@ func TestE2ENodeImageCluster(t *testing.T) {
 	if out, err := exec.Command("docker", "stats", "--no-stream", "--format", "{{.MemUsage}}", node).Output(); err == nil {
 		t.Logf("node container memory (docker stats): %s", strings.TrimSpace(string(out)))
 	}
-}
-
-func allReady(pods []corev1.Pod) (bool, string) {
-	for _, p := range pods {
-		if p.Status.Phase != corev1.PodRunning {
-			why := string(p.Status.Phase)
-			for _, c := range p.Status.ContainerStatuses {
-				if c.State.Waiting != nil {
-					why += " " + c.State.Waiting.Reason + ": " + c.State.Waiting.Message
-				}
-			}
-			return false, p.Name + " " + why
-		}
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodReady && c.Status != corev1.ConditionTrue {
-				return false, p.Name + " not Ready: " + c.Message
-			}
-		}
-	}
-	return true, ""
-}
-
-func waitFor(t *testing.T, what string, limit time.Duration, f func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	var why string
-	for time.Now().Before(deadline) {
-		var ok bool
-		if ok, why = f(); ok {
-			return
-		}
-		time.Sleep(time.Second)
-	}
-	t.Fatalf("%s: not within %s: %s", what, limit, why)
-}
-
-func errString(err error) string {
-	if err == nil {
-		return "none yet"
-	}
-	return err.Error()
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(string(bytes.TrimRight(p, "\n")))
-	return len(p), nil
 }
