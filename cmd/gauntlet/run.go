@@ -89,6 +89,7 @@ func newRunCmd(g *globals) *cobra.Command {
 		maxSteps                                int
 		seed                                    int64
 		goTests, shared, noDiff, noMin          bool
+		operatorView                            bool
 		minMisop                                bool
 		quietWin, quietUnobs, timeout, stuckWin time.Duration
 		faultKinds                              []string
@@ -124,7 +125,7 @@ which, and --resume keeps the recorded plan.`,
 				return err
 			}
 			cfg := campaign.Config{Workers: nWorkers, Seed: seed, OutDir: out, MaxSteps: maxSteps, GoTests: goTests,
-				SharedCluster: shared, NoDifferential: noDiff, NoMinimize: noMin, Progress: cmd.ErrOrStderr(), Quiet: g.quiet, Logger: g.logger()}
+				SharedCluster: shared, OperatorView: operatorView, NoDifferential: noDiff, NoMinimize: noMin, Progress: cmd.ErrOrStderr(), Quiet: g.quiet, Logger: g.logger()}
 			cfg.Converge.Quiet, cfg.Converge.QuietUnobserved, cfg.Converge.Timeout, cfg.Converge.Stuck = quietWin, quietUnobs, timeout, stuckWin
 			cfg.MinimizeBudget, cfg.DifferentialFromSeed, cfg.Budget = minBudget, fromSeed, budget
 			cfg.MinimizeMisoperations, cfg.Order = minMisop, order
@@ -245,6 +246,7 @@ which, and --resume keeps the recorded plan.`,
 	f.StringVar(&resume, "resume", "", "continue the campaign recorded in DIR")
 	f.BoolVar(&goTests, "go-tests", false, "emit a Go regression test per alarm group")
 	f.BoolVar(&shared, "shared-cluster", false, "run every worker in a namespace of one cluster")
+	f.BoolVar(&operatorView, "operator-view", false, "put the view proxy between each cluster's operator and its API server (embedded cluster only); each step's view.jsonl records the operator's requests and watch events")
 	f.BoolVar(&noDiff, "no-differential", false, "skip differential re-runs from S0")
 	f.BoolVar(&noMin, "no-minimize", false, "skip reproducer minimization")
 	f.BoolVar(&minMisop, "minimize-misoperations", false, "minimize the misoperation groups too (their cause is known: off by default)")
