@@ -22,8 +22,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/gauntlet-dev/gauntlet/campaign"
 	"github.com/gauntlet-dev/gauntlet/cluster/local"
@@ -428,6 +430,20 @@ func TestE2EViewLaggedReads(t *testing.T) {
 		return r.Verb == "get" && r.Name == "new" && r.Action == "lagged" && r.Status == 404
 	}); !ok {
 		t.Errorf("no record of the lagged get answered 404")
+	}
+	// An informer (client-go's reflector, streaming lists on) started through
+	// the lagging proxy — as a restarted operator's — syncs the old view.
+	inf := informers.NewSharedInformerFactoryWithOptions(env.proxy, 0, informers.WithNamespace(ns)).Core().V1().ConfigMaps().Informer()
+	stop := make(chan struct{})
+	go inf.Run(stop)
+	synced := cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
+	_, exists, _ := inf.GetStore().GetByKey(ns + "/new")
+	close(stop)
+	if !synced || exists {
+		t.Errorf("an informer through the lagging proxy: synced %v, holds the config map created after the view's point %v; want synced without it", synced, exists)
+	}
+	if _, ok := rec.find(t, func(r view.Record) bool { return r.Verb == "watch" && r.Status == 400 && r.Action == "lagged" }); !ok {
+		t.Errorf("no record of the streaming list refused while the lag holds")
 	}
 
 	// Watch events are held while the lag lasts.

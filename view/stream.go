@@ -243,12 +243,9 @@ func (p *Proxy) laggedGet(w http.ResponseWriter, r *http.Request, st *reqState, 
 		return
 	}
 	if len(list.Items) == 0 {
-		b, _ := json.Marshal(map[string]any{
-			"kind": "Status", "apiVersion": "v1", "metadata": map[string]any{}, "status": "Failure",
-			"message": fmt.Sprintf("%s %q not found", ri.Resource, ri.Name), "reason": "NotFound",
-			"details": map[string]any{"name": ri.Name, "group": ri.APIGroup, "kind": ri.Resource}, "code": http.StatusNotFound,
-		})
-		write(http.StatusNotFound, b)
+		st.status = http.StatusNotFound
+		writeStatus(w, http.StatusNotFound, "NotFound", fmt.Sprintf("%s %q not found", ri.Resource, ri.Name),
+			map[string]any{"name": ri.Name, "group": ri.APIGroup, "kind": ri.Resource})
 		return
 	}
 	item := list.Items[0]

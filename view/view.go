@@ -12,6 +12,7 @@ package view
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -264,6 +265,16 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				r.URL.RawQuery = q.Encode()
 				st.action, st.detail = "lagged", "list at resourceVersion "+rv
 			}
+		case "watch":
+			if r.URL.Query().Get("sendInitialEvents") == "true" {
+				// A streaming list starts from the current state, which a lag
+				// cannot hold back: refused, client-go's reflector lists instead
+				// (at the lagged version) and watches from there.
+				st.action, st.detail = "lagged", "streaming list refused: the client lists at the lagged version instead"
+				st.status = http.StatusBadRequest
+				writeStatus(w, http.StatusBadRequest, "BadRequest", "the view proxy serves a lagging view: list, then watch (sendInitialEvents is refused while the lag holds)", nil)
+				return
+			}
 		case "get":
 			if rv, ok := p.lagVersion(r, rules.Lag); ok {
 				st.action, st.detail = "lagged", "get at resourceVersion "+rv
@@ -408,4 +419,17 @@ func (p *Proxy) upstreamURL(u *url.URL) string {
 	t := p.target.JoinPath(u.Path)
 	t.RawQuery = u.RawQuery
 	return t.String()
+}
+
+// writeStatus answers with a Kubernetes Status object.
+func writeStatus(w http.ResponseWriter, code int, reason, message string, details map[string]any) {
+	st := map[string]any{"kind": "Status", "apiVersion": "v1", "metadata": map[string]any{}, "status": "Failure",
+		"message": message, "reason": reason, "code": code}
+	if details != nil {
+		st["details"] = details
+	}
+	b, _ := json.Marshal(st)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write(b)
 }
