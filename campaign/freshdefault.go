@@ -14,7 +14,8 @@ import (
 // same value in every field named, the value is the operator's default for the
 // desired state (a seed that set the default explicitly — cert-manager's
 // `duration: 2160h`, an ECDSA key's `size: 256` — leaves the baseline unable to
-// tell), so the finding becomes a warning saying so. Nothing is created when
+// tell; a flag whose removal changed nothing when a fresh creation equals the
+// state reached), so the finding becomes a warning saying so. Nothing is created when
 // no finding is a removal; a fresh creation that fails keeps every finding.
 func (s *session) answerRemovals(ctx context.Context, tr *model.Transition, findings []model.Finding) []model.Finding {
 	removals := 0
@@ -39,7 +40,7 @@ func (s *session) answerRemovals(ctx context.Context, tr *model.Transition, find
 	other := rebase(fresh.snapshot(ctx), fresh.ns, s.ns)
 	out := make([]model.Finding, 0, len(findings))
 	for _, f := range findings {
-		if !oracles.RemovalDefaulted(f, other) {
+		if !oracles.RemovalDefaulted(ctx, OracleConfig(s.r.target), f, tr, other) {
 			out = append(out, f)
 			continue
 		}

@@ -1,6 +1,7 @@
 package oracles
 
 import (
+	"context"
 	"strings"
 
 	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
@@ -16,34 +17,46 @@ const (
 	stillLineDetail = "this field still sets "
 )
 
-// IsRemoval reports whether f is a consistency finding that a removed
-// property's previous value is still in effect in named fields (the finding
-// RemovalDefaulted can answer).
+// IsRemoval reports whether f is a consistency finding on a removed property:
+// its previous value still in effect in named fields, or (a flag) no object
+// changed at all — the findings a fresh creation of the same desired state can
+// answer (RemovalDefaulted).
 func IsRemoval(f model.Finding) bool {
-	if f.Oracle != NameConsistency || len(f.Evidence) < 2 || !strings.HasPrefix(f.Evidence[0].Detail, removedDetail) {
-		return false
-	}
+	return f.Oracle == NameConsistency && len(f.Evidence) > 0 && strings.HasPrefix(f.Evidence[0].Detail, removedDetail)
+}
+
+// stillFields are the evidence entries of a removal finding that name a field
+// still holding the removed value.
+func stillFields(f model.Finding) []model.Evidence {
+	var out []model.Evidence
 	for _, ev := range f.Evidence[1:] {
-		if ev.Object == "" || ev.Path == "" {
-			return false
+		if ev.Object != "" && ev.Path != "" {
+			out = append(out, ev)
 		}
 	}
-	return true
+	return out
 }
 
 // RemovalDefaulted reports whether a removal finding (IsRemoval) is answered
-// by fresh, a fresh creation of the same desired state rebased onto the judged
-// namespace: every field the finding names as still holding the removed value
-// holds that same value there. The value is then what the operator gives this
-// desired state without the property — its default, which a seed that set the
-// property explicitly hid from the baseline comparison — and not a leftover of
-// history. A field the fresh creation lacks, or holds differently, keeps the
-// finding.
-func RemovalDefaulted(f model.Finding, fresh *model.Snapshot) bool {
-	if fresh == nil || !IsRemoval(f) {
+// by fresh, a fresh creation of t.Desired rebased onto the namespace of
+// t.Curr. When the finding names fields still holding the removed value, each
+// must hold that same value in fresh; when it names none (a flag whose removal
+// changed no object), fresh must equal t.Curr as the differential oracle
+// compares them (after t.Masks and cfg's masks). Either way the state kept is
+// what the operator gives this desired state without the property — its
+// default, which a seed that set the property explicitly hid from the
+// baseline comparison — and not a leftover of history. A field the fresh
+// creation lacks or holds differently, or any difference, keeps the finding.
+func RemovalDefaulted(ctx context.Context, cfg Config, f model.Finding, t *model.Transition, fresh *model.Snapshot) bool {
+	if fresh == nil || t == nil || t.Curr == nil || !IsRemoval(f) {
 		return false
 	}
-	for _, ev := range f.Evidence[1:] {
+	fields := stillFields(f)
+	if len(fields) == 0 {
+		same := &model.Transition{Step: t.Step, Desired: t.Desired, Curr: t.Curr, Reference: fresh, Masks: t.Masks}
+		return ctx.Err() == nil && len(NewDifferential(cfg).Check(ctx, same)) == 0
+	}
+	for _, ev := range fields {
 		obj, ok := fresh.Objects[ev.Object]
 		if !ok {
 			return false

@@ -1,6 +1,8 @@
 package oracles
 
 import (
+	"context"
+	"strings"
 	"testing"
 
 	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
@@ -47,7 +49,7 @@ func TestRemovalDefaulted(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := RemovalDefaulted(f, tt.fresh(t)); got != tt.want {
+			if got := RemovalDefaulted(context.Background(), Config{}, f, tr, tt.fresh(t)); got != tt.want {
 				t.Fatalf("RemovalDefaulted = %v, want %v (evidence %v)", got, tt.want, f.Evidence)
 			}
 		})
@@ -56,7 +58,46 @@ func TestRemovalDefaulted(t *testing.T) {
 	// A finding on a set property is not a removal: a fresh creation cannot answer it.
 	set := f
 	set.Evidence = append([]model.Evidence{{Object: f.Evidence[0].Object, Path: f.Evidence[0].Path, Detail: "desired 1; previously 2"}}, f.Evidence[1:]...)
-	if IsRemoval(set) || RemovalDefaulted(set, loadSnapshot(t, "s0")) {
+	if IsRemoval(set) || RemovalDefaulted(context.Background(), Config{}, set, tr, loadSnapshot(t, "s0")) {
 		t.Fatal("a finding on a set property was taken for a removal")
+	}
+}
+
+// A flag whose removal changed no object is the operator's default when a fresh
+// creation of the same desired state equals the state reached (the bundled
+// operator's runAsNonRoot, true by default); a fresh creation that differs —
+// an object the flag's feature made, still there — keeps the finding.
+func TestFlagRemovalDefaulted(t *testing.T) {
+	prev := loadSnapshot(t, "s0")
+	prevD := desiredOf(prev)
+	setIn(t, prevD, "spec.tls.enabled", true)
+	d := jsonv.CopyMap(prevD)
+	delete(d["spec"].(map[string]any)["tls"].(map[string]any), "enabled")
+	curr := loadSnapshot(t, "s0")
+	cr := curr.CRObject()
+	cr["spec"] = jsonv.Copy(d["spec"])
+	tr := &model.Transition{Step: step(model.StepApply, "spec.tls.enabled"), PrevDesired: prevD, Desired: d, Prev: prev, Curr: curr}
+	fs := run(NewConsistency(Config{}), tr)
+	if len(fs) != 1 || !IsRemoval(fs[0]) {
+		t.Fatalf("want one removal finding, got %v", fs)
+	}
+	// The fresh creation declares the same desired state.
+	freshOf := func() *model.Snapshot {
+		s := loadSnapshot(t, "s0")
+		s.CRObject()["spec"] = jsonv.Copy(d["spec"])
+		return s
+	}
+	if !RemovalDefaulted(context.Background(), Config{}, fs[0], tr, freshOf()) {
+		t.Error("a fresh creation equal to the state reached did not answer the flag's removal")
+	}
+	fresh := freshOf()
+	for key := range fresh.Objects {
+		if strings.Contains(key, "ConfigMap/") {
+			delete(fresh.Objects, key)
+			break
+		}
+	}
+	if RemovalDefaulted(context.Background(), Config{}, fs[0], tr, fresh) {
+		t.Error("a fresh creation that differs from the state reached answered the flag's removal")
 	}
 }
