@@ -160,9 +160,9 @@ var catalog = map[string]Bug{
 			Faults: []FaultTrigger{{Kind: string(campaign.FaultPodFailure), Role: "primary", MinHold: 6 * time.Second}}}},
 	"09-roll-primary-before-sync": {Pattern: "a roll that restarts the primary before its replicas are in sync (Sieve/Anvil)",
 		Cases: []string{"spec.image#image/downgrade"}, Expect: []string{"roll-safety"}, Replicas: 3,
-		Trigger: Trigger{What: "with 3 pods or more, a valid change of a pod-template field (image, resources, security contexts, scheduling, grace period, exporter): a rolling restart",
-			MinReplicas: 3, Changes: []Change{{Path: "spec.image"}, {Path: "spec.resources"}, {Path: "spec.containerSecurityContext"}, {Path: "spec.podSecurityContext"},
-				{Path: "spec.scheduling"}, {Path: "spec.terminationGracePeriodSeconds"}, {Path: "spec.exporter"}}}},
+		Trigger: Trigger{What: "with 3 pods or more, a valid change of a field in the pod template (image, resources, auth, TLS, security contexts, scheduling, grace period, exporter): a rolling restart",
+			MinReplicas: 3, Changes: []Change{{Path: "spec.image"}, {Path: "spec.resources"}, {Path: "spec.auth"}, {Path: "spec.tls"}, {Path: "spec.containerSecurityContext"},
+				{Path: "spec.podSecurityContext"}, {Path: "spec.scheduling"}, {Path: "spec.terminationGracePeriodSeconds"}, {Path: "spec.exporter"}}}},
 	"10-node-selector-prefixed-keys-dropped": {Pattern: "a property the operator ignores for some keys (map keys with a prefix: kubernetes.io/hostname)",
 		Cases: []string{"spec.scheduling.nodeSelector#map/add-key", "spec.config#config/add-key"}, Expect: []string{"consistency"},
 		// An empty selector in the seed (no constraint) makes the case change one key of a map
