@@ -20,6 +20,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/cluster/local"
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 	"github.com/gauntlet-dev/gauntlet/internal/testing/bugcampaign"
+	"github.com/gauntlet-dev/gauntlet/internal/testing/kindturns"
 )
 
 func TestMain(m *testing.M) {
@@ -119,15 +120,16 @@ func TestE2EKindSameVerdicts(t *testing.T) {
 }
 
 // onKind runs the campaign on kind clusters: the operator's image assembled offline from
-// the binary the campaign was given, with the Valkey images, and Chaos Mesh installed.
+// the binary the campaign was given, with the Valkey images, and Chaos Mesh installed. The
+// clusters come up one at a time with the other tests' kind clusters (kindturns).
 func onKind(t *testing.T) func(*campaign.Config, string) {
 	return func(cfg *campaign.Config, bin string) {
 		imgs, err := kind.BundledValkeyImages(cfg.Target.Operator.Image, bin)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg.Provider = kind.Provider{Options: kind.Options{Images: imgs, ChaosMesh: true,
-			Log: slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))}}
+		cfg.Provider = kindturns.Provider(kind.Provider{Options: kind.Options{Images: imgs, ChaosMesh: true,
+			Log: slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))}})
 	}
 }
 

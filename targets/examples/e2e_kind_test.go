@@ -10,6 +10,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/cluster/kind/kindtest"
 	"github.com/gauntlet-dev/gauntlet/cluster/local"
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
+	"github.com/gauntlet-dev/gauntlet/internal/testing/kindturns"
 )
 
 // TestE2EKindCertManagerCleanCampaign runs cert-manager's short clean campaign on a kind
@@ -26,7 +27,7 @@ func TestE2EKindCertManagerCleanCampaign(t *testing.T) {
 	cleanCampaign{name: "cert-manager on kind", target: filepath.Join("cert-manager", "cert-manager.yaml"),
 		properties: []string{"spec.commonName", "spec.dnsNames", "spec.issuerRef.name"},
 		seed:       1, timeout: 10 * time.Minute, ownLog: "cert-manager",
-		provider: kind.Provider{Options: kind.Options{StateDir: t.TempDir(), Log: slog.New(slog.DiscardHandler)}}}.run(t)
+		provider: kindturns.Provider(kind.Provider{Options: kind.Options{StateDir: t.TempDir(), Log: slog.New(slog.DiscardHandler)}})}.run(t)
 }
 
 // TestE2EKindCloudNativePGCleanCampaign runs CloudNativePG on a kind cluster of the offline
@@ -45,5 +46,5 @@ func TestE2EKindCloudNativePGCleanCampaign(t *testing.T) {
 		properties: []string{"spec.instances"},
 		cases:      []string{"spec.instances#number/change"},
 		seed:       3, timeout: 15 * time.Minute, ownLog: "postgresql.cnpg.io",
-		provider: kind.Provider{Options: kind.Options{StateDir: t.TempDir(), Log: slog.New(slog.DiscardHandler)}}}.run(t)
+		provider: kindturns.Provider(kind.Provider{Options: kind.Options{StateDir: t.TempDir(), Log: slog.New(slog.DiscardHandler)}})}.run(t)
 }
