@@ -212,6 +212,15 @@ func TestPlanRoll(t *testing.T) {
 			view("v-0", master(0, 1, 1), replica(1, 0, 1, 1), with(replica(2, 0, 1, 1), func(p *Pod) { old(p); p.Ready, p.Stalled = false, true })), DeletePod, "v-2", ""},
 		{"an up-to-date replica with a stalled sidecar is waited for",
 			view("v-0", with(master(0, 1, 1), old), replica(1, 0, 1, 1), with(replica(2, 0, 1, 1), func(p *Pod) { p.Ready, p.Stalled = false, true })), Wait, "", ""},
+		// Found by an untuned Gauntlet campaign (bench seed 1): spec.exporter.image
+		// set to a Valkey image crash-looped the exporter on every pod; after the
+		// roll-back the replica was re-created, but the primary — serving, its
+		// exporter crash-looping — was outdated and never Ready, and the roll
+		// waited for it to serve before switching over from it, forever.
+		{"an outdated primary with a stalled sidecar is switched over from",
+			view("v-0", with(master(0, 1, 1), func(p *Pod) { old(p); p.Ready, p.Stalled = false, true }), replica(1, 0, 1, 1), replica(2, 0, 2, 1)), Switchover, "v-0", "v-2"},
+		{"an outdated primary not ready without a stalled container is waited for",
+			view("v-0", with(master(0, 1, 1), func(p *Pod) { old(p); p.Ready = false }), replica(1, 0, 1, 1), replica(2, 0, 2, 1)), Wait, "", ""},
 		{"an outdated replica being deleted is waited for",
 			view("v-0", master(0, 1, 1), replica(1, 0, 1, 1), with(replica(2, 0, 0, 0), func(p *Pod) { pending(p); p.Deleting = true })), Wait, "", ""},
 	}

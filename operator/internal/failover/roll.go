@@ -52,7 +52,12 @@ func PlanRoll(v View) Action {
 	var notReady []string
 	for _, p := range v.Pods {
 		inSync := p.Name == primary.Name || (p.Info.ReplicatingFrom(primary.IP, v.Port) && p.Info.MasterLinkUp)
-		if !p.Observed || !p.Ready || p.Deleting || !inSync {
+		// An outdated primary whose server serves but which a stalled sidecar
+		// keeps from ever becoming Ready (the case above, for the primary) is
+		// not waited for: the roll switches over from it, and it is then an
+		// outdated replica, replaced at once.
+		stalledPrimary := p.Name == primary.Name && !p.UpToDate && p.Stalled
+		if !p.Observed || (!p.Ready && !stalledPrimary) || p.Deleting || !inSync {
 			notReady = append(notReady, p.Name)
 		}
 	}
