@@ -2,10 +2,8 @@ package monitors
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"net"
 	"sort"
 	"strconv"
@@ -17,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"github.com/gauntlet-dev/gauntlet/model"
 	"github.com/gauntlet-dev/gauntlet/monitors/internal/valkeyconn"
 )
@@ -116,27 +115,16 @@ func (s valkeySpec) requiredAcks() int {
 	return 0
 }
 
+// toInt reads an integer however it was decoded, or written as a string.
 func toInt(v any) (int, error) {
-	switch n := v.(type) {
-	case int:
-		return n, nil
-	case int32:
-		return int(n), nil
-	case int64:
-		return int(n), nil
-	case float64:
-		if n != math.Trunc(n) {
-			return 0, fmt.Errorf("%v is not an integer", n)
-		}
-		return int(n), nil
-	case json.Number:
-		i, err := n.Int64()
-		return int(i), err
-	case string:
-		return strconv.Atoi(n)
-	default:
-		return 0, fmt.Errorf("unexpected type %T", v)
+	if s, ok := v.(string); ok {
+		return strconv.Atoi(s)
 	}
+	n, ok := jsonv.AsInt(v)
+	if !ok {
+		return 0, fmt.Errorf("%v (%T) is not an integer", v, v)
+	}
+	return int(n), nil
 }
 
 // namespaceOf is the namespace to look in: env's, or the CR's.

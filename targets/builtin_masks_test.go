@@ -7,14 +7,7 @@ import (
 )
 
 func TestValkeyMasksParse(t *testing.T) {
-	root, err := FindRepoRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tg, err := Valkey(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tg := valkeyTarget(t)
 	if err := oracles.ValidateMasks(append(append([]string{}, tg.IgnoreFields...), tg.DifferentialMasks...)); err != nil {
 		t.Fatal(err)
 	}
@@ -24,14 +17,7 @@ func TestValkeyMasksParse(t *testing.T) {
 }
 
 func TestValkeyMasksApply(t *testing.T) {
-	root, err := FindRepoRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tg, err := Valkey(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tg := valkeyTarget(t)
 	pod := func(role string) map[string]any {
 		return map[string]any{"kind": "Pod", "metadata": map[string]any{"name": "cache-0",
 			"labels": map[string]any{"valkey.gauntlet.dev/role": role, "app": "x"}}}
@@ -51,4 +37,18 @@ func TestValkeyMasksApply(t *testing.T) {
 	if d := oracles.Diff(cr("cache-0"), other, tg.IgnoreFields); len(d) != 1 {
 		t.Errorf("a condition's status must still count: %+v", d)
 	}
+}
+
+// valkeyTarget is the built-in Valkey target of this checkout.
+func valkeyTarget(t *testing.T) *Target {
+	t.Helper()
+	root, err := FindRepoRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, err := Valkey(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tg
 }

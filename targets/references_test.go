@@ -41,14 +41,7 @@ func TestReferencesIn(t *testing.T) {
 
 // The built-in Valkey target declares that spec.restoreFrom names a ValkeyBackup.
 func TestValkeyTargetRestoreReference(t *testing.T) {
-	root, err := FindRepoRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tg, err := Valkey(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tg := valkeyTarget(t)
 	refs := tg.ReferencesIn(map[string]any{"spec": map[string]any{"restoreFrom": map[string]any{"backupName": "nightly"}}})
 	if len(refs) != 1 || refs[0].Kind != "ValkeyBackup" || refs[0].Name != "nightly" || refs[0].APIVersion != "valkey.gauntlet.dev/v1alpha1" {
 		t.Fatalf("references = %+v, want the ValkeyBackup nightly", refs)

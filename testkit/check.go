@@ -312,26 +312,10 @@ func podProblems(pod map[string]any) []string {
 			if !ok {
 				continue
 			}
-			if n, ok := restarts(m["restartCount"]); ok && n > 0 {
+			if n, ok := jsonv.AsInt(m["restartCount"]); ok && n > 0 {
 				out = append(out, fmt.Sprintf("pod %s container %v restarted %d time(s), want none", u.GetName(), m["name"], n))
 			}
 		}
 	}
 	return out
-}
-
-// restarts reads a restartCount however it was decoded.
-func restarts(v any) (int64, bool) {
-	switch n := v.(type) {
-	case int64:
-		return n, true
-	case int:
-		return int64(n), true
-	case float64:
-		return int64(n), true
-	case json.Number:
-		i, err := n.Int64()
-		return i, err == nil
-	}
-	return 0, false
 }

@@ -109,6 +109,9 @@ func AsInt(v any) (int64, bool) {
 		if x == math.Trunc(x) && math.Abs(x) < 1<<62 {
 			return int64(x), true
 		}
+	case json.Number:
+		i, err := x.Int64()
+		return i, err == nil
 	}
 	return 0, false
 }

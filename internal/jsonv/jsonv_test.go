@@ -135,3 +135,16 @@ func TestDiff(t *testing.T) {
 		t.Error("equal documents differ")
 	}
 }
+
+func TestAsInt(t *testing.T) {
+	for _, v := range []any{int64(3), 3, int32(3), 3.0, json.Number("3")} {
+		if n, ok := AsInt(v); !ok || n != 3 {
+			t.Errorf("AsInt(%#v) = %d, %v; want 3, true", v, n, ok)
+		}
+	}
+	for _, v := range []any{3.5, json.Number("3.5"), "3", nil} {
+		if _, ok := AsInt(v); ok {
+			t.Errorf("AsInt(%#v) is ok, want not an integer", v)
+		}
+	}
+}
