@@ -58,7 +58,7 @@ for i in $(seq 48); do
   if (( gone >= 12 )); then
     why=$(k get events --field-selector involvedObject.kind=Cluster -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' | grep -m1 'volumeClaimTemplate')
     [[ -n $why ]] || why=$(kubectl -n "$(kubectl get deploy -A -l app.kubernetes.io/name=cloudnative-pg -o jsonpath='{.items[0].metadata.namespace}')" \
-      logs deploy/cnpg-controller-manager --since=5m 2>/dev/null | grep -o 'unable to create Pod[^"]*volumeClaimTemplate[^"]*' | head -1)
+      logs deploy/cnpg-controller-manager --since=5m 2>/dev/null | grep "$ns" | grep -o 'unable to create Pod.*volumeClaimTemplate: Required value' | head -1 | tr -d '\\')
     echo "REPRODUCED: pod example-1 has been gone for a minute ($((i * 5)) s after the change), phase: $(phase), Ready: $(k get cluster example -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}');" \
       "the operator: ${why:-(no message found)}"
     exit 0
