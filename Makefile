@@ -163,6 +163,8 @@ bench: deps controlplane coredns build
 	@$(GO) test -run '^$$' -bench . -benchtime 3x -count 1 ./inputgen/...
 	@echo "bench: Valkey operator (create to Ready, failover, memory with 10 clusters)" >&2
 	@$(GO) test -run '^$$' -bench BenchmarkE2E -benchtime 1x -count 1 ./operator/e2e/
+	@echo "bench: the operator-view proxy's added latency per request" >&2
+	@$(GO) test -run '^$$' -bench BenchmarkViewLatency -benchtime 5000x -count 1 ./view/
 
 ## bench-bugs: a campaign against each seeded bug (operator/testdata/bugs) and the clean operator; prints which oracle caught what.
 ## MODE=tuned (default): each bug's own test cases and fault script. MODE=untuned: each bug's operator, and the clean one,

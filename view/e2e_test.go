@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -30,6 +29,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/campaign"
 	"github.com/gauntlet-dev/gauntlet/cluster/local"
 	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
+	"github.com/gauntlet-dev/gauntlet/internal/operatorbin"
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 	"github.com/gauntlet-dev/gauntlet/replay"
 	"github.com/gauntlet-dev/gauntlet/targets"
@@ -87,11 +87,8 @@ func setup(t testing.TB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := os.Getenv("GAUNTLET_OPERATOR_BINARY")
-	if bin == "" {
-		bin = filepath.Join(repo, "bin", "valkey-operator")
-	}
-	testenv.NeedFile(t, bin, "build it with `make build`, or set GAUNTLET_OPERATOR_BINARY")
+	bin := operatorbin.Path(repo)
+	testenv.NeedFile(t, bin, "build it with `make build`, or set "+operatorbin.Env)
 	env.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
