@@ -26,11 +26,12 @@ func IsRemoval(f model.Finding) bool {
 }
 
 // stillFields are the evidence entries of a removal finding that name a field
-// still holding the removed value.
+// still holding the removed value (not the closest fields by name a flag's
+// finding lists).
 func stillFields(f model.Finding) []model.Evidence {
 	var out []model.Evidence
 	for _, ev := range f.Evidence[1:] {
-		if ev.Object != "" && ev.Path != "" {
+		if ev.Object != "" && ev.Path != "" && (ev.Detail == stillDetail || strings.HasPrefix(ev.Detail, stillLineDetail)) {
 			out = append(out, ev)
 		}
 	}
@@ -76,7 +77,7 @@ func RemovalDefaulted(ctx context.Context, cfg Config, f model.Finding, t *model
 			}
 			continue
 		}
-		if ev.Detail != stillDetail || !sameValue(v, ev.Actual) {
+		if !sameValue(v, ev.Actual) {
 			return false
 		}
 	}
