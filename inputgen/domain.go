@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/distribution/reference"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -679,13 +680,52 @@ func (c *caseCtx) related(p *crd.Property) []any {
 		names = []string{p.Path.Last()}
 	}
 	self := p.Path.String()
-	return c.g.pool.Related(key, names, func(path string) bool {
+	vals := c.g.pool.Related(key, names, func(path string) bool {
 		if path == self {
 			return false
 		}
 		src := c.g.schema.Lookup(path)
 		return src != nil && isLeafType(src) && c.g.meaning(src) == key
 	})
+	if c.g.domainOf(p) == domImage {
+		vals = sameProgram(p, vals)
+	}
+	return vals
+}
+
+// sameProgram keeps, of the images mined for other properties, those of the
+// repository p's own default names: an image names a program, and a sidecar's
+// image property given the main container's image runs the wrong program (a
+// Valkey server as the metrics exporter). Without a default every image is
+// kept.
+func sameProgram(p *crd.Property, vals []any) []any {
+	def, ok := p.Default.(string)
+	if !p.HasDefault || !ok {
+		return vals
+	}
+	want, ok := imageRepo(def)
+	if !ok {
+		return vals
+	}
+	var out []any
+	for _, v := range vals {
+		if s, ok := v.(string); ok {
+			if repo, ok := imageRepo(s); ok && repo == want {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// imageRepo is the repository an image reference names (normalized: "valkey/valkey:8.0" and
+// "docker.io/valkey/valkey:8.1" name one).
+func imageRepo(v string) (string, bool) {
+	r, err := reference.ParseNormalizedNamed(v)
+	if err != nil {
+		return "", false
+	}
+	return r.Name(), true
 }
 
 // domainString draws a string of domain d for p that its schema accepts, different from avoid;
