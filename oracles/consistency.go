@@ -3,6 +3,7 @@ package oracles
 import (
 	"context"
 	"fmt"
+	"k8s.io/client-go/kubernetes/scheme"
 	"slices"
 	"sort"
 	"strings"
@@ -67,11 +68,17 @@ type Consistency struct {
 	mapProps    []jsonv.Path
 	noise       []maskRule
 	ignoreKinds map[string]bool
+	// kinds are the Kubernetes kinds client-go knows, by normalised name.
+	kinds map[string]bool
 }
 
 // NewConsistency returns the consistency oracle configured by cfg.
 func NewConsistency(cfg Config) *Consistency {
-	c := &Consistency{skip: compilePaths(cfg.Skip), skipRemoval: compilePaths(cfg.SkipRemoval), mapProps: compilePaths(cfg.MapProperties), ignoreKinds: map[string]bool{}}
+	c := &Consistency{skip: compilePaths(cfg.Skip), skipRemoval: compilePaths(cfg.SkipRemoval), mapProps: compilePaths(cfg.MapProperties), ignoreKinds: map[string]bool{},
+		kinds: map[string]bool{}}
+	for gvk := range scheme.Scheme.AllKnownTypes() {
+		c.kinds[normName(gvk.Kind)] = true
+	}
 	for p, v := range cfg.Defaults {
 		if pp, err := jsonv.ParsePath(p); err == nil {
 			c.defaults = append(c.defaults, propDefault{pp, v})
@@ -622,6 +629,9 @@ func (c *Consistency) judge(t *model.Transition, p property, ix *stateIndex, fs 
 		if len(ix.reflecting(p, key, false)) > 0 || ix.podCountReflects(p.des) {
 			return
 		}
+		if c.kindAbsent(ix, p.path) {
+			return
+		}
 		if !p.hasPrev || isEmpty(p.prev) || !ix.showed(p, p.prev, key) {
 			// Newly set, or changed from a value the state never showed (the
 			// operator refused it and kept what it had): the value may already
@@ -784,6 +794,31 @@ func (ix *stateIndex) featureShown(prop jsonv.Path) bool {
 		}
 	}
 	return false
+}
+
+// kindAbsent reports whether prop sits in a block named after a Kubernetes
+// kind (spec.podDisruptionBudget.maxUnavailable) of which neither state holds
+// an object: the operator makes none in this state, by its own rule (one
+// replica needs no PodDisruptionBudget), so a value for it has nothing to act
+// on yet. Whether the object appears when it should is judged where the
+// feature is switched on or the state grows.
+func (c *Consistency) kindAbsent(ix *stateIndex, prop jsonv.Path) bool {
+	keys := prop.Keys()
+	if len(keys) < 2 {
+		return false
+	}
+	kind := normName(keys[len(keys)-2])
+	if !c.kinds[kind] {
+		return false
+	}
+	for _, nodes := range [][]*node{ix.prevNodes, ix.nodes} {
+		for _, n := range nodes {
+			if normName(n.kind) == kind {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // namesWord reports whether the text s holds the normalised name feature as a
