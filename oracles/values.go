@@ -266,7 +266,8 @@ func lineValue(text, key string) (string, bool) {
 // flagValue finds "--key value" or "--key=value" (one or two dashes, or none)
 // in command-line arguments; the last occurrence wins. The flag's name matches
 // key in any case and with or without '-' and '_' between words, as operators
-// turn a field into a flag (CloudNativePG's spec.logLevel: --log-level=info).
+// turn a field into a flag (CloudNativePG's spec.logLevel: --log-level=info),
+// with or without a dotted component prefix (flagNamed).
 func flagValue(args []string, key string) (string, bool) {
 	nk := normName(key)
 	var val string
@@ -275,13 +276,26 @@ func flagValue(args []string, key string) (string, bool) {
 		a = strings.TrimLeft(a, "-")
 		name, v, hasValue := strings.Cut(a, "=")
 		switch {
-		case hasValue && name != "" && normName(name) == nk:
+		case hasValue && name != "" && flagNamed(name, nk):
 			val, found = unquote(v), true
-		case !hasValue && normName(a) == nk && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-"):
+		case !hasValue && flagNamed(a, nk) && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-"):
 			val, found = unquote(args[i+1]), true
 		}
 	}
 	return val, found
+}
+
+// flagNamed reports whether a flag's name stands for the normalised key nk:
+// the whole name, the name without its dots (--cluster.peer-timeout for
+// clusterPeerTimeout), or its last dotted part (--web.external-url for
+// externalUrl, --data.retention for retention), as operators prefix flags with
+// the component they configure.
+func flagNamed(name, nk string) bool {
+	if normName(name) == nk {
+		return true
+	}
+	i := strings.LastIndexByte(name, '.')
+	return i >= 0 && (normName(strings.ReplaceAll(name, ".", "")) == nk || normName(name[i+1:]) == nk)
 }
 
 // argsValue looks key up in a list of strings (container args or command).
