@@ -404,6 +404,18 @@ func (v View) decideFailover(old *Pod) Action {
 		byName[p.Name] = p
 	}
 	best, ok := Select(cs)
+	if !ok && !bootstrap {
+		// Nothing to promote, and a pod at an old revision whose server does not
+		// run (a template that cannot be scheduled or started, rolled back since):
+		// it will not run until the StatefulSet re-creates it from the current
+		// template. Replacing it loses nothing (its claim is kept); waiting for it
+		// lasts for ever (a one-pod cluster whose primary went Pending).
+		for _, p := range v.Pods {
+			if !p.UpToDate && !p.Deleting && !p.Observed && (!p.Running || p.Stalled) {
+				return Action{Kind: DeletePod, Pod: p.Name, Reason: why + "; no pod can be promoted and " + p.Name + " at an old revision does not run (pending or crashed): replaced from the current template"}
+			}
+		}
+	}
 	if !ok {
 		msg := "no pod can be promoted"
 		if len(excluded) > 0 {

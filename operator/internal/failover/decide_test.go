@@ -151,6 +151,17 @@ func TestDecide(t *testing.T) {
 			with3(view("v-2", replica(0, 2, 50, 1), replica(1, 2, 50, 1), master(2, 50, 1)), func(v *View) { v.Replicas = 2 }), Switchover, "v-2", "v-0", "scaling"},
 		{"no candidate at all waits",
 			view("v-0", with(master(0, 10, 1), func(p *Pod) { down(p); p.Label = "" })), Wait, "", "", "no pod can be promoted"},
+		// Found by an untuned Gauntlet bench campaign: a one-pod cluster given a pod
+		// affinity no node satisfies re-created its primary Pending; after the
+		// roll-back nothing could be promoted and the operator waited for ever.
+		{"a one-pod cluster whose primary is Pending at an old revision replaces it",
+			with3(view("v-0", with(master(0, 10, 1), func(p *Pod) {
+				p.UpToDate, p.Running, p.Ready, p.Observed, p.IP, p.Info, p.Label = false, false, false, false, "", valkey.Info{}, ""
+			})), func(v *View) { v.Replicas = 1 }), DeletePod, "v-0", "", "replaced from the current template"},
+		{"a Pending primary at the current revision is waited for",
+			with3(view("v-0", with(master(0, 10, 1), func(p *Pod) {
+				p.Running, p.Ready, p.Observed, p.IP, p.Info, p.Label = false, false, false, "", valkey.Info{}, ""
+			})), func(v *View) { v.Replicas = 1 }), Wait, "", "", "no pod can be promoted"},
 		{"loading replica is not a candidate",
 			view("v-0", with(master(0, 10, 1), func(p *Pod) { down(p); p.Label = "" }), with(replica(1, 0, 900, 1), func(p *Pod) { p.Info.Loading = true }), replica(2, 0, 200, 1)), Record, "v-2", "", ""},
 	}
