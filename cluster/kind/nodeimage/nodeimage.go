@@ -463,7 +463,7 @@ func copyFile(src, dst string, mode os.FileMode) error {
 	return out.Close()
 }
 
-// workDir makes CacheDir/kind/build-<pid>, after removing the folders of builds whose
+// workDir makes CacheDir/kind/build-<pid>-<random>, after removing the folders of builds whose
 // process is gone (a killed build leaves a root filesystem of about 1.3 GB).
 func workDir(cache string) (string, error) {
 	dir := filepath.Join(cache, "kind")
@@ -479,9 +479,6 @@ func workDir(cache string) (string, error) {
 			}
 		}
 	}
-	work := filepath.Join(dir, fmt.Sprintf("build-%d", os.Getpid()))
-	if err := os.RemoveAll(work); err != nil {
-		return "", err
-	}
-	return work, os.MkdirAll(work, 0o755)
+	// One folder per build, not per process: tests of one process build at once.
+	return os.MkdirTemp(dir, fmt.Sprintf("build-%d-", os.Getpid()))
 }
