@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/gauntlet-dev/gauntlet/cluster"
+	"github.com/gauntlet-dev/gauntlet/cluster/imagemap"
 )
 
 // lockFile is the machine-wide lock the creations take turns on.
@@ -43,4 +44,26 @@ func (t turns) Create(ctx context.Context, name string) (cluster.Cluster, error)
 		return nil, fmt.Errorf("kind creation turn: waiting for %s: %w", lockFile, ctx.Err())
 	}
 	return t.p.Create(ctx, name)
+}
+
+// imageAssembler is the provider interface through which a campaign hands kind
+// the target's image mapping (campaign.prepareImages).
+type imageAssembler interface {
+	WithMappedImages(rules []imagemap.Rule, required, optional []string) (cluster.Provider, error)
+}
+
+// WithMappedImages passes the target's image mapping on to the wrapped
+// provider and keeps the turns: without it a campaign on a wrapped kind
+// provider would not assemble the operator's images, and its Deployments would
+// never become available.
+func (t turns) WithMappedImages(rules []imagemap.Rule, required, optional []string) (cluster.Provider, error) {
+	a, ok := t.p.(imageAssembler)
+	if !ok {
+		return t, nil
+	}
+	np, err := a.WithMappedImages(rules, required, optional)
+	if err != nil {
+		return nil, err
+	}
+	return turns{np}, nil
 }
