@@ -27,17 +27,11 @@ func (s *session) answerRemovals(ctx context.Context, tr *model.Transition, find
 	if removals == 0 || tr.Desired == nil {
 		return findings
 	}
-	fresh, err := s.r.newSession(ctx, s.env, "f")
+	other, err := s.freshCreation(ctx, "f", tr.Desired)
 	if err != nil {
-		s.r.cfg.Logger.Warn("removal judged against a fresh creation: fresh namespace", "err", err)
+		s.r.cfg.Logger.Warn("removal judged against a fresh creation", "err", err)
 		return findings
 	}
-	defer fresh.close(ctx)
-	if _, _, _, err := fresh.declare(ctx, tr.Desired, false); err != nil {
-		s.r.cfg.Logger.Warn("removal judged against a fresh creation: the desired state did not converge", "err", err)
-		return findings
-	}
-	other := rebase(fresh.snapshot(ctx), fresh.ns, s.ns)
 	out := make([]model.Finding, 0, len(findings))
 	for _, f := range findings {
 		if !oracles.RemovalDefaulted(ctx, OracleConfig(s.r.target), f, tr, other) {

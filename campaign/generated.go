@@ -70,17 +70,11 @@ func (s *session) learnGenerated(ctx context.Context, tr *model.Transition) *mod
 	if len(oracles.NewRecovery(OracleConfig(s.r.target)).Check(ctx, tr)) == 0 {
 		return nil
 	}
-	fresh, err := s.r.newSession(ctx, s.env, "g")
+	other, err := s.freshCreation(ctx, "g", tr.Desired)
 	if err != nil {
-		s.r.cfg.Logger.Warn("generated values: fresh namespace", "err", err)
+		s.r.cfg.Logger.Warn("generated values", "err", err)
 		return nil
 	}
-	defer fresh.close(ctx)
-	if _, _, _, err := fresh.declare(ctx, tr.Desired, false); err != nil {
-		s.r.cfg.Logger.Warn("generated values: fresh creation", "err", err)
-		return nil
-	}
-	other := rebase(fresh.snapshot(ctx), fresh.ns, s.ns)
 	learned := generatedFields(tr.Curr, other, tr.Masks)
 	if len(learned) == 0 {
 		return nil
@@ -108,4 +102,19 @@ func generatedFields(a, b *model.Snapshot, known []string) []string {
 		}
 	}
 	return out
+}
+
+// freshCreation declares d on a fresh namespace (named with tag), waits for it
+// to converge, and returns its state rebased onto s's namespace; the namespace
+// is deleted before it returns.
+func (s *session) freshCreation(ctx context.Context, tag string, d model.Object) (*model.Snapshot, error) {
+	fresh, err := s.r.newSession(ctx, s.env, tag)
+	if err != nil {
+		return nil, fmt.Errorf("fresh namespace: %w", err)
+	}
+	defer fresh.close(ctx)
+	if _, _, _, err := fresh.declare(ctx, d, false); err != nil {
+		return nil, fmt.Errorf("fresh creation: %w", err)
+	}
+	return rebase(fresh.snapshot(ctx), fresh.ns, s.ns), nil
 }
