@@ -519,6 +519,11 @@ func matchValue(d any, key string, v any) (ok, line bool) {
 	if equivalent(d, v) {
 		return true, false
 	}
+	if taggedWith(d, v) {
+		// A version is as telling as a "key value" line: it needs no
+		// field named like the property.
+		return true, true
+	}
 	if s, isStr := v.(string); isStr && key != "" {
 		if lv, found := lineValue(s, key); found {
 			return equivalent(d, lv), true

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"maps"
 	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -45,7 +46,8 @@ func scalarString(v any) (string, bool) {
 // equivalent reports whether a desired primitive d and an observed primitive v
 // mean the same: equal, or equal after Kubernetes quantity normalization
 // ("1Gi" == "1073741824" == "1024Mi"), as an int-or-string ("3" == 3), as the
-// string form of a number or bool, or as equal Go durations ("1m" == "60s").
+// string form of a number or bool, as equal Go durations ("1m" == "60s"), or
+// as one version with and without its leading "v" ("v0.25.1" == "0.25.1").
 func equivalent(d, v any) bool {
 	if jsonv.Equal(d, v) {
 		return true
@@ -55,7 +57,7 @@ func equivalent(d, v any) bool {
 	if !ok1 || !ok2 {
 		return false
 	}
-	if ds == vs {
+	if ds == vs || sameVersion(ds, vs) {
 		return true
 	}
 	if _, isBool := d.(bool); isBool {
@@ -80,6 +82,62 @@ func equivalent(d, v any) bool {
 		}
 	}
 	return false
+}
+
+// versionPattern is a dotted version with an optional leading "v" and an
+// optional pre-release or build suffix: "v0.25.1", "1.36", "v2.0.0-rc.1".
+// At least one dot is needed, so that "v1" (an apiVersion) is no version.
+var versionPattern = regexp.MustCompile(`^[vV]?[0-9]+(\.[0-9]+)+([-+][0-9A-Za-z.+-]+)?$`)
+
+// sameVersion reports whether a and b are the same version, one written with
+// a leading "v" and the other without: operators publish a property
+// "version: v0.25.1" as the image tag ":v0.25.1" and as the label
+// "app.kubernetes.io/version: 0.25.1" (the Prometheus operator, untuned).
+func sameVersion(a, b string) bool {
+	if !versionPattern.MatchString(a) || !versionPattern.MatchString(b) {
+		return false
+	}
+	return strings.TrimLeft(a, "vV") == strings.TrimLeft(b, "vV")
+}
+
+// imageTag returns the tag of an image reference ("quay.io/x/y:v0.25.1",
+// "y:1.36@sha256:…"); ok is false for a string that is not one (spaces, no
+// tag, a registry port without a tag).
+func imageTag(s string) (string, bool) {
+	if s == "" || len(s) > 512 || strings.ContainsAny(s, " \t\n=,") {
+		return "", false
+	}
+	if i := strings.IndexByte(s, '@'); i >= 0 {
+		s = s[:i]
+	}
+	i := strings.LastIndexByte(s, ':')
+	if i <= 0 || strings.ContainsRune(s[i+1:], '/') {
+		return "", false
+	}
+	tag := s[i+1:]
+	if !imageTagPattern.MatchString(tag) {
+		return "", false
+	}
+	return tag, true
+}
+
+// imageTagPattern is the grammar of an image tag (distribution/reference).
+var imageTagPattern = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
+
+// taggedWith reports whether an observed string v is an image reference whose
+// tag is the desired version d (with or without its leading "v"): an
+// operator's version property is reflected by the operand's image.
+func taggedWith(d, v any) bool {
+	ds, ok := d.(string)
+	if !ok || !versionPattern.MatchString(ds) {
+		return false
+	}
+	vs, ok := v.(string)
+	if !ok {
+		return false
+	}
+	tag, ok := imageTag(vs)
+	return ok && (tag == ds || sameVersion(tag, ds))
 }
 
 func quantity(s string) (resource.Quantity, bool) {
