@@ -11,6 +11,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/inputgen"
 	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"github.com/gauntlet-dev/gauntlet/model"
+	"github.com/gauntlet-dev/gauntlet/oracles"
 )
 
 // rejectedReason matches condition reasons with which operators refuse an input
@@ -517,4 +518,78 @@ func misoperationWhy(timedOut bool, rules, envLimits []func() string) string {
 		}
 	}
 	return ""
+}
+
+// failedReason matches condition reasons with which operators say they could
+// not bring the system to a desired state (ReconciliationFailed, SyncError,
+// ConfigRejected, InvalidSpec...).
+var failedReason = regexp.MustCompile(`(?i)fail|error|reject|invalid|refus|unsupported`)
+
+// operatorReported says, in the operator's own words, why a step's desired
+// state was not carried out: after the step the custom resource carries a
+// condition with status False, a failure reason and a message, for its
+// current generation (its observedGeneration, where it has one, is not older
+// than metadata.generation), which it did not carry with that reason and
+// message before the step (the Prometheus operator's Reconciled=False,
+// ReconciliationFailed, "failed to get custom governing service …: services
+// "gauntlet-v5h5o" not found"). Unlike operatorRejected, the message need
+// not name a changed field, nor the reason say "rejected". Empty when there is
+// no such condition.
+func operatorReported(prevCR, cr model.Object) string {
+	conds, _ := get(cr, "status", "conditions").([]any)
+	gen, _ := jsonv.AsFloat(get(cr, "metadata", "generation"))
+	before := map[string]bool{}
+	prevConds, _ := get(prevCR, "status", "conditions").([]any)
+	for _, c := range prevConds {
+		m, _ := c.(map[string]any)
+		if m["status"] == "False" {
+			before[fmt.Sprint(m["type"], "\x00", m["reason"], "\x00", m["message"])] = true
+		}
+	}
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		typ, _ := m["type"].(string)
+		reason, _ := m["reason"].(string)
+		msg, _ := m["message"].(string)
+		if m["status"] != "False" || !failedReason.MatchString(reason) || strings.TrimSpace(msg) == "" {
+			continue
+		}
+		if og, ok := jsonv.AsFloat(m["observedGeneration"]); ok && gen > 0 && og < gen {
+			continue // about an earlier desired state
+		}
+		if before[fmt.Sprint(typ, "\x00", reason, "\x00", msg)] {
+			continue
+		}
+		return fmt.Sprintf("the operator refused the desired state: condition %s=False (%s): %s", typ, reason, truncateText(msg, 300))
+	}
+	return ""
+}
+
+// labelRefused turns a step's consistency findings (a property "not
+// reflected", "overruled", "still holds its previous value") into a
+// misoperation group named after the operator's refusal (operatorReported):
+// the operator said it did not carry the desired state out, and why, so the
+// state not reflecting it is what it announced, not an inconsistency. Every
+// other finding stays as it is: a refusal that takes the running system down
+// (the Prometheus operator deleting its StatefulSet on a refused update:
+// Available=False) is still an alarm.
+func labelRefused(fs []model.Finding, cause string) {
+	if cause == "" {
+		return
+	}
+	for i := range fs {
+		f := &fs[i]
+		if f.Oracle != oracles.NameConsistency || f.Severity == model.SeverityWarning || f.Misoperation {
+			continue
+		}
+		f.Misoperation, f.Cause, f.Signature = true, cause, model.CauseSignature(cause)
+	}
+}
+
+// truncateText cuts s to n bytes, marking the cut.
+func truncateText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }

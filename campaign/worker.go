@@ -486,6 +486,11 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 			findings[i].Severity = model.SeverityError
 		}
 	}
+	if !in.misop && in.recovering == "" && refusal == nil && (in.kind == model.StepApply || in.kind == model.StepRecreate) {
+		// The operator said it did not carry the desired state out: what the
+		// state does not reflect is its refusal (health findings stay alarms).
+		labelRefused(findings, operatorReported(in.prev.CRObject(), snap.CRObject()))
+	}
 	rec.Findings = findings
 	rec.Timing.Oracles = time.Since(t2).Milliseconds()
 	t3 := time.Now()
