@@ -446,6 +446,7 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 			rec.Availability = &AvailabilityFigure{Rate: rate, Requests: n}
 		}
 	}
+	logOf := s.logCache(ctx)
 	if in.harnessJudges() && refusal == nil && (err == nil || rec.Stuck || rec.TimedOut) && len(findings) > 0 && in.kind != model.StepSeed {
 		why := misoperationWhy(rec.TimedOut, []func() string{
 			// An input the operator validates and refuses, keeping the previous
@@ -457,12 +458,21 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 				})
 			},
 			func() string { return rootRefused(in.prevDesired, in.desired, in.changed, snap) },
+			func() string { return missingReferenced(in.prevDesired, in.desired, in.changed, snap) },
+			func() string { return operandRefusedInvented(in.prevDesired, in.desired, in.changed, snap, logOf) },
 			func() string { return unplaceable(in.prevDesired, in.desired, in.changed, snap) },
 		}, []func() string{
 			func() string { return unpullable(in.desired, in.changed, snap) },
 			func() string { return nodeRefused(in.desired, in.changed, snap) },
 		})
 		if why != "" {
+			in.misop = true
+			rec.Misoperation, rec.MisoperationReason = true, why
+		}
+	}
+	if !in.misop && len(findings) > 0 && in.kind != model.StepSeed {
+		// A limit of the test environment, whatever the step: not the operator's doing.
+		if why := hostLimited(snap, logOf, hostInotifyLimit()); why != "" {
 			in.misop = true
 			rec.Misoperation, rec.MisoperationReason = true, why
 		}
@@ -503,9 +513,7 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 		if err := writeSystemFiles(filepath.Join(s.r.dir, rel), samples, hist); err != nil {
 			return nil, nil, err
 		}
-		if err := writeContainerLogs(filepath.Join(s.r.dir, rel), snap, func(pod, container string, previous bool) string {
-			return s.containerLog(ctx, pod, container, previous)
-		}); err != nil {
+		if err := writeContainerLogs(filepath.Join(s.r.dir, rel), snap, logOf); err != nil {
 			return nil, nil, err
 		}
 		if err := s.env.kube.writeViewRecord(filepath.Join(s.r.dir, rel)); err != nil {
