@@ -338,10 +338,42 @@ func Readiness(objs map[string]model.Object, cr string, requireGen bool) ([]stri
 			for _, p := range readiness.Check(k.Group, k.Kind, o) {
 				out = append(out, key+": "+p.Message)
 			}
+			if msg := notYetAvailable(k.Kind, o); msg != "" {
+				out = append(out, key+": "+msg)
+			}
 		}
 	}
 	sort.Strings(out)
 	return out, genOK
+}
+
+// notYetAvailable says, for a StatefulSet or DaemonSet whose spec sets
+// minReadySeconds, how many of its ready pods do not count as available yet:
+// its controller counts a pod available only once it has been ready for
+// minReadySeconds, and a step judged converged on readiness alone saw
+// status.availableReplicas "drift" 0 → 1 during the stability window (the
+// Prometheus operator's minReadySeconds: 10). A Deployment's readiness
+// already waits for its available replicas. Empty when none is pending.
+func notYetAvailable(kind string, o model.Object) string {
+	var readyF, availF string
+	switch kind {
+	case "StatefulSet":
+		readyF, availF = "readyReplicas", "availableReplicas"
+	case "DaemonSet":
+		readyF, availF = "numberReady", "numberAvailable"
+	default:
+		return ""
+	}
+	minReady, _ := num(get(o, "spec", "minReadySeconds"))
+	if minReady <= 0 {
+		return ""
+	}
+	ready, _ := num(get(o, "status", readyF))
+	avail, _ := num(get(o, "status", availF))
+	if avail >= ready {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d ready pods available (minReadySeconds %d)", avail, ready, minReady)
 }
 
 // Refused reports whether the CR's Ready condition is False for its current

@@ -67,3 +67,31 @@ func TestReadiness(t *testing.T) {
 		}
 	}
 }
+
+// TestReadinessWaitsForAvailability: a StatefulSet with minReadySeconds is
+// converged only once its ready pods count as available (the untuned
+// Prometheus-operator campaign, seed 2, group 9: minReadySeconds 10, judged
+// converged on readiness, then status.availableReplicas "drifted" 0 → 1).
+func TestReadinessWaitsForAvailability(t *testing.T) {
+	sts := model.ObjectKey{Group: "apps", Version: "v1", Kind: "StatefulSet", Namespace: "n", Name: "alertmanager-example"}.String()
+	state := func(minReady, available int64) map[string]model.Object {
+		spec := map[string]any{"replicas": int64(1)}
+		if minReady > 0 {
+			spec["minReadySeconds"] = minReady
+		}
+		return map[string]model.Object{sts: {"metadata": map[string]any{"generation": int64(2)}, "spec": spec,
+			"status": map[string]any{"observedGeneration": int64(2), "readyReplicas": int64(1), "availableReplicas": available, "updatedReplicas": int64(1),
+				"replicas": int64(1), "currentRevision": "r", "updateRevision": "r"}}}
+	}
+	if nr, _ := Readiness(state(10, 0), "", false); len(nr) != 1 || nr[0] != sts+": 0 of 1 ready pods available (minReadySeconds 10)" {
+		t.Errorf("ready for less than minReadySeconds: readiness = %q, want the pod not available yet", nr)
+	}
+	if nr, _ := Readiness(state(10, 1), "", false); len(nr) != 0 {
+		t.Errorf("available: readiness = %q", nr)
+	}
+	// Without minReadySeconds a ready pod is available at once; the
+	// controller may publish the two counts apart, which is no wait.
+	if nr, _ := Readiness(state(0, 0), "", false); len(nr) != 0 {
+		t.Errorf("no minReadySeconds: readiness = %q", nr)
+	}
+}
