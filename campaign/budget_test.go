@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gauntlet-dev/gauntlet/model"
 )
 
 func TestBudget(t *testing.T) {
@@ -112,5 +114,23 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 			t.Fatalf("never saw %s", what)
 		}
 		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// The progress line's alarms are the report's: a misoperation step's findings
+// (a desired state wrong on purpose, reported apart) are not counted, on the
+// live line or when a resumed campaign recounts its journal.
+func TestProgressAlarmsLeaveMisoperationsOut(t *testing.T) {
+	bug := &StepRecord{Findings: []model.Finding{{Severity: model.SeverityError}}}
+	misop := &StepRecord{Findings: []model.Finding{{Severity: model.SeverityError}}}
+	misop.Misoperation = true
+	p := newProgress(Config{}, 10)
+	p.alarm(bug)
+	p.alarm(misop)
+	if n := p.alarms.Load(); n != 1 {
+		t.Fatalf("progress counts %d alarms, want 1 (the misoperation left out)", n)
+	}
+	if n := countAlarms([]Record{{Step: bug}, {Step: misop}}); n != 1 {
+		t.Fatalf("countAlarms = %d, want 1", n)
 	}
 }

@@ -575,7 +575,7 @@ func (r *runner) runWorker(ctx context.Context, e *env, w int, plan *inputgen.Pl
 		}
 		pos = workerPos{prevD: plan.Base, prevS: snap, prevID: rec.ID(), index: 1}
 		if rec.Alarm() {
-			prog.alarms.Add(1)
+			prog.alarm(rec)
 		}
 	} else if pos, err = r.resumeWorker(ctx, sess, w, plan, st, prog); err != nil {
 		return err
@@ -646,7 +646,7 @@ func (r *runner) runWorker(ctx context.Context, e *env, w int, plan *inputgen.Pl
 		prog.done.Add(1)
 		if rec.Alarm() || rec.Unconverged() {
 			alarm = true
-			prog.alarms.Add(1)
+			prog.alarm(rec)
 		}
 		if !alarm && jsonEqual(rec.Current, d) && !in.misop {
 			prevD, prevS, prevID = d, snap, rec.ID()
@@ -693,7 +693,7 @@ func (r *runner) runWorker(ctx context.Context, e *env, w int, plan *inputgen.Pl
 			return err
 		}
 		if fr.Alarm() || fr.Unconverged() {
-			prog.alarms.Add(1)
+			prog.alarm(fr)
 		}
 	}
 	return r.journal.Append(Record{Type: RecWorkerDone, Worker: w})
@@ -768,7 +768,7 @@ func (r *runner) rollBack(ctx context.Context, sess *session, in stepInput, rec 
 		return nil, nil, 0, nil, err
 	}
 	if rb.Alarm() {
-		prog.alarms.Add(1)
+		prog.alarm(rb)
 	}
 	base := in.prevDesired
 	recreate := func() error {
@@ -777,7 +777,7 @@ func (r *runner) rollBack(ctx context.Context, sess *session, in stepInput, rec 
 			return err
 		}
 		if rb.Alarm() {
-			prog.alarms.Add(1)
+			prog.alarm(rb)
 		}
 		return nil
 	}
@@ -811,7 +811,7 @@ func (r *runner) rollBack(ctx context.Context, sess *session, in stepInput, rec 
 			return nil, nil, 0, nil, err
 		}
 		if rb.Alarm() {
-			prog.alarms.Add(1)
+			prog.alarm(rb)
 		}
 		base = seed
 	}
@@ -880,7 +880,7 @@ func (r *runner) faultDue(ctx context.Context, sess *session, w, index, applied 
 		return nil, nil, nil, err
 	}
 	if fr.Alarm() || fr.Unconverged() {
-		prog.alarms.Add(1)
+		prog.alarm(fr)
 	}
 	return fr, fsnap, nil, nil
 }
@@ -904,7 +904,7 @@ func countApply(recs []Record, w int) int {
 func countAlarms(recs []Record) int {
 	n := 0
 	for _, r := range recs {
-		if r.Step != nil && r.Step.Alarm() {
+		if r.Step != nil && r.Step.Alarm() && !r.Step.Misoperation {
 			n++
 		}
 	}
@@ -1002,6 +1002,15 @@ type progress struct {
 	// tick is how often progress is looked at (1 s); heartbeat the longest
 	// silence in a log (1 min).
 	tick, heartbeat time.Duration
+}
+
+// alarm counts rec in the progress line's alarms unless it is a misoperation
+// (a desired state wrong on purpose, reported apart from bugs: counting it
+// told a user watching the line of alarms the report does not hold).
+func (p *progress) alarm(rec *StepRecord) {
+	if !rec.Misoperation {
+		p.alarms.Add(1)
+	}
 }
 
 func newProgress(cfg Config, planned int) *progress {

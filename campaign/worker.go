@@ -441,7 +441,7 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 				findings = append(findings, *f)
 			}
 		}
-		findings = append(findings, s.answerRemovals(ctx, tr, oracles.Run(ctx, s.r.oracles, tr))...)
+		findings = append(findings, s.answerFresh(ctx, tr, oracles.Run(ctx, s.r.oracles, tr))...)
 		if rate, n := oracles.Availability(tr); n > 0 {
 			rec.Availability = &AvailabilityFigure{Rate: rate, Requests: n}
 		}

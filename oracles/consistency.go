@@ -984,7 +984,7 @@ func (c *Consistency) report(t *model.Transition, p property, ix *stateIndex, fs
 	key := p.path.Last()
 	crKey := t.Curr.CR
 	ev := []model.Evidence{{Object: crKey, Path: p.path.String(), Expected: p.des, Actual: nil,
-		Detail: fmt.Sprintf("desired %s; previously %s", renderOpt(p.des, p.hasDes), renderOpt(p.prev, p.hasPrev))}}
+		Detail: fmt.Sprintf(desiredDetail+"%s; previously %s", renderOpt(p.des, p.hasDes), renderOpt(p.prev, p.hasPrev))}}
 	if how == "removed" {
 		ev[0].Detail = removedDetail + renderOpt(p.prev, p.hasPrev)
 	}
@@ -1093,7 +1093,7 @@ func (c *Consistency) judgeMapped(t *model.Transition, p property, m compiledMap
 			}
 		}
 	}
-	mapping := fmt.Sprintf("mapped to %s %s %s", m.kind, orDefault(m.name, "*"), m.field.String())
+	mapping := fmt.Sprintf(strings.TrimPrefix(mappedDetail, "; ")+"%s %s %s", m.kind, orDefault(m.name, "*"), m.field.String())
 	ev := []model.Evidence{{Object: t.Curr.CR, Path: p.path.String(), Expected: p.des,
 		Detail: fmt.Sprintf("desired %s; previously %s; %s", renderOpt(p.des, p.hasDes), renderOpt(p.prev, p.hasPrev), mapping)}}
 	for i, v := range vals {

@@ -12,6 +12,8 @@ import (
 // the property's own line, and the fields still holding its previous value
 // (the whole field, or one configuration line in it).
 const (
+	desiredDetail   = "desired "
+	mappedDetail    = "; mapped to "
 	removedDetail   = "removed; previously "
 	stillDetail     = "still reflects the removed value"
 	stillLineDetail = "this field still sets "
@@ -54,8 +56,7 @@ func RemovalDefaulted(ctx context.Context, cfg Config, f model.Finding, t *model
 	}
 	fields := stillFields(f)
 	if len(fields) == 0 {
-		same := &model.Transition{Step: t.Step, Desired: t.Desired, Curr: t.Curr, Reference: fresh, Masks: t.Masks}
-		return ctx.Err() == nil && len(NewDifferential(cfg).Check(ctx, same)) == 0
+		return CreationAgrees(ctx, cfg, t, fresh)
 	}
 	for _, ev := range fields {
 		obj, ok := fresh.Objects[ev.Object]
@@ -82,4 +83,33 @@ func RemovalDefaulted(ctx context.Context, cfg Config, f model.Finding, t *model
 		}
 	}
 	return true
+}
+
+// IsUnreflected reports whether f is a consistency finding on a property set
+// to a value no field of the state reflects (or one that overrules it), judged
+// by name — not a removal, and not a property the target mapped to a field
+// itself (a declared mapping is the user's word on where the value must show).
+func IsUnreflected(f model.Finding) bool {
+	if f.Oracle != NameConsistency || len(f.Evidence) == 0 {
+		return false
+	}
+	d := f.Evidence[0].Detail
+	return strings.HasPrefix(d, desiredDetail) && !strings.Contains(d, mappedDetail)
+}
+
+// CreationAgrees reports whether fresh, a fresh creation of t.Desired rebased
+// onto the namespace of t.Curr, equals t.Curr as the differential oracle
+// compares them (after t.Masks and cfg's masks). When it does, the state the
+// transition reached is what the operator makes of this desired state from
+// nothing: whatever a state oracle says of it is a property of the desired
+// state, not of the way there — an unreflected value is one the operator
+// ignores in this configuration on creation as well (a property gated on the
+// operand's version, one that acts on objects the campaign never creates, a
+// documented fallback), not a transition it failed.
+func CreationAgrees(ctx context.Context, cfg Config, t *model.Transition, fresh *model.Snapshot) bool {
+	if fresh == nil || t == nil || t.Curr == nil {
+		return false
+	}
+	same := &model.Transition{Step: t.Step, Desired: t.Desired, Curr: t.Curr, Reference: fresh, Masks: t.Masks}
+	return ctx.Err() == nil && len(NewDifferential(cfg).Check(ctx, same)) == 0
 }

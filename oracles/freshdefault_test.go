@@ -101,3 +101,44 @@ func TestFlagRemovalDefaulted(t *testing.T) {
 		t.Error("a fresh creation that differs from the state reached answered the flag's removal")
 	}
 }
+
+// A value set that no object reflects (a version-gated flag, a feature the
+// operand lacks) is answered by a fresh creation equal to the state reached:
+// the operator ignores it on creation too. A fresh creation that differs keeps
+// the finding, and a removal or a declared mapping is not this kind.
+func TestUnreflectedCreationAgrees(t *testing.T) {
+	prev := loadSnapshot(t, "s0")
+	prevD := desiredOf(prev)
+	d := jsonv.CopyMap(prevD)
+	setIn(t, d, "spec.tls.enabled", true)
+	curr := loadSnapshot(t, "s0")
+	curr.CRObject()["spec"] = jsonv.Copy(d["spec"])
+	tr := &model.Transition{Step: step(model.StepApply, "spec.tls.enabled"), PrevDesired: prevD, Desired: d, Prev: prev, Curr: curr}
+	fs := run(NewConsistency(Config{}), tr)
+	if len(fs) != 1 || !IsUnreflected(fs[0]) || IsRemoval(fs[0]) {
+		t.Fatalf("want one unreflected finding, got %v", fs)
+	}
+	freshOf := func() *model.Snapshot {
+		s := loadSnapshot(t, "s0")
+		s.CRObject()["spec"] = jsonv.Copy(d["spec"])
+		return s
+	}
+	if !CreationAgrees(context.Background(), Config{}, tr, freshOf()) {
+		t.Error("a fresh creation equal to the state reached did not agree")
+	}
+	fresh := freshOf()
+	editConf(t, fresh, "maxmemory 100mb", "maxmemory 0")
+	if CreationAgrees(context.Background(), Config{}, tr, fresh) {
+		t.Error("a fresh creation whose configuration differs agreed")
+	}
+	if CreationAgrees(context.Background(), Config{}, tr, nil) {
+		t.Error("no fresh creation agreed")
+	}
+
+	mapped := fs[0]
+	mapped.Evidence = append([]model.Evidence{{Object: fs[0].Evidence[0].Object, Path: fs[0].Evidence[0].Path,
+		Detail: "desired true; previously unset; mapped to StatefulSet * spec.template"}}, fs[0].Evidence[1:]...)
+	if IsUnreflected(mapped) {
+		t.Error("a finding on a declared mapping was taken for one judged by name")
+	}
+}
