@@ -213,7 +213,7 @@ bench-campaign: deps controlplane coredns build
 ## findings: replay every finding bundle (findings/<operator>/<slug>: a bug found in a third-party
 ## operator) on the embedded cluster, one at a time, and print per bundle whether it still reproduces;
 ## FINDINGS_SCRIPTS=1 also runs each bundle's kubectl-only reproduce.sh against the same cluster
-findings: deps controlplane coredns certmanager cnpg build
+findings: deps controlplane coredns certmanager cnpg prometheus-operator build
 	@nice -n 10 $(BIN)/gauntlet findings $(if $(filter 1,$(FINDINGS_SCRIPTS)),--scripts)
 
 vet:
