@@ -262,11 +262,9 @@ func coreRefusal(ctx context.Context, cache *coreCache, s *crd.Schema, base map[
 	errs := make([]error, len(checks))
 	var wg sync.WaitGroup
 	for i, c := range checks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			causes[i], errs[i] = judgeCore(ctx, cache, s, c)
-		}()
+		})
 	}
 	wg.Wait()
 	for i, c := range checks {

@@ -276,13 +276,11 @@ func (g *Generator) Plan(ctx context.Context) (*Plan, error) {
 	var wg sync.WaitGroup
 	workers := min(g.opts.Workers, max(1, len(props)))
 	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := range work {
 				results[i] = g.generateProperty(ctx, props[i])
 			}
-		}()
+		})
 	}
 feed:
 	for i := range props {

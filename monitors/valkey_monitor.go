@@ -161,11 +161,9 @@ func (m *ValkeyMonitor) Sample(ctx context.Context, env Env) (*model.SystemSampl
 		}
 		keep[mem.Address] = true
 		podSec := withServerNames(sec, ns, spec.name, pod.Name)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			m.readMember(ctx, np.pool, mem, podSec, spec.configKeys)
-		}()
+		})
 	}
 	wg.Wait()
 	np.pool.Retain(keep)

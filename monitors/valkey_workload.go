@@ -598,9 +598,7 @@ func (r *valkeyRun) findPrimary(ctx context.Context, pool *valkeyconn.Pool, ts [
 	answers := make([]answer, len(ts))
 	var wg sync.WaitGroup
 	for i, t := range ts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			actx, cancel := context.WithTimeout(ctx, r.opts.VerifyTimeout)
 			defer cancel()
 			a := answer{t: t}
@@ -613,7 +611,7 @@ func (r *valkeyRun) findPrimary(ctx context.Context, pool *valkeyconn.Pool, ts [
 				}
 			}
 			answers[i] = a
-		}()
+		})
 	}
 	wg.Wait()
 	var masters []answer

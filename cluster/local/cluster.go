@@ -265,15 +265,13 @@ func Create(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := writeInfo(c.info); err != nil {
 		return c, err
 	}
-	c.bg.Add(1)
-	go func() {
-		defer c.bg.Done()
+	c.bg.Go(func() {
 		select {
 		case err := <-c.cp.Failed():
 			c.log.Error("cluster degraded: a control-plane component died", "err", err)
 		case <-bgCtx.Done():
 		}
-	}()
+	})
 	c.log.Info("cluster ready", "server", c.info.Server, "kubeconfig", c.info.Kubeconfig, "took", time.Since(t0).Round(time.Millisecond))
 	return c, nil
 }

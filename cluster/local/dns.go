@@ -67,15 +67,13 @@ func (c *Cluster) startDNS(ctx, bgCtx context.Context, bin string, gw netip.Addr
 	if err != nil {
 		return fmt.Errorf("local: cluster DNS: %w", err)
 	}
-	c.bg.Add(1)
-	go func() {
-		defer c.bg.Done()
+	c.bg.Go(func() {
 		select {
 		case err := <-c.dns.Failed():
 			c.log.Error("cluster degraded: DNS died", "err", err)
 		case <-bgCtx.Done():
 		}
-	}()
+	})
 	return ensureDNSService(ctx, c.client, dnsServiceIP(c.info.ServiceCIDR), netip.AddrPortFrom(gw, port))
 }
 

@@ -385,9 +385,7 @@ func (c *cluster) offset(i int) int64 {
 
 func (c *cluster) startMonitor() {
 	c.stopMon = make(chan struct{})
-	c.monWG.Add(1)
-	go func() {
-		defer c.monWG.Done()
+	c.monWG.Go(func() {
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
 		for {
@@ -406,7 +404,7 @@ func (c *cluster) startMonitor() {
 			case <-tick.C:
 			}
 		}
-	}()
+	})
 }
 
 func (c *cluster) stopMonitor() { close(c.stopMon); c.monWG.Wait() }
@@ -432,9 +430,7 @@ func (c *cluster) sample() (model.SystemSample, error) {
 // many clients), alternating writes of new keys and reads of recent ones.
 func (c *cluster) startWorkload() {
 	c.stopWL = make(chan struct{})
-	c.wlWG.Add(1)
-	go func() {
-		defer c.wlWG.Done()
+	c.wlWG.Go(func() {
 		rng := rand.New(rand.NewPCG(1, 2))
 		tick := time.NewTicker(15 * time.Millisecond)
 		defer tick.Stop()
@@ -454,7 +450,7 @@ func (c *cluster) startWorkload() {
 			case <-tick.C:
 			}
 		}
-	}()
+	})
 }
 
 func (c *cluster) stopWorkload() {

@@ -115,9 +115,7 @@ func (b Binaries) checkVersions(ctx context.Context) error {
 	errs := make([]error, len(checks))
 	var wg sync.WaitGroup
 	for i, c := range checks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			out, err := probe.Output(ctx, c.path, "--version")
 			if err != nil {
 				errs[i] = fmt.Errorf("%w: %s --version failed (%v): %s; rebuild it with `make controlplane` or point %s at a working folder",
@@ -129,7 +127,7 @@ func (b Binaries) checkVersions(ctx context.Context) error {
 				errs[i] = fmt.Errorf("%w: %s reports %q, want %s; remove it or rebuild the pinned control plane with `make controlplane`",
 					ErrBinaryVersion, c.path, strings.TrimSpace(out), c.want)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)

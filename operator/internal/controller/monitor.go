@@ -217,9 +217,7 @@ func (m *Monitor) checkAll(ctx context.Context, targets []Target, timeout time.D
 	out := make([]checkResult, len(targets))
 	var wg sync.WaitGroup
 	for i, t := range targets {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			cctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
 			start := time.Now()
@@ -229,7 +227,7 @@ func (m *Monitor) checkAll(ctx context.Context, targets []Target, timeout time.D
 				c.Err = err.Error()
 			}
 			out[i] = checkResult{pod: t.Pod, addr: t.Endpoint.Addr, check: c}
-		}()
+		})
 	}
 	wg.Wait()
 	return out

@@ -310,18 +310,14 @@ func (x *execIO) run(opts ExecOptions) {
 		if out == nil {
 			out = io.Discard // a command must not block on an unread terminal
 		}
-		x.copiers.Add(1)
-		go func() {
-			defer x.copiers.Done()
+		x.copiers.Go(func() {
 			_, _ = io.Copy(out, x.ptm) // ends with EIO once no process holds the terminal
-		}()
+		})
 		if opts.Stdin != nil {
 			go func() { _, _ = io.Copy(x.ptm, opts.Stdin) }()
 		}
 		if opts.Resize != nil {
-			x.resizer.Add(1)
-			go func() {
-				defer x.resizer.Done()
+			x.resizer.Go(func() {
 				for {
 					select {
 					case <-x.stop:
@@ -333,7 +329,7 @@ func (x *execIO) run(opts ExecOptions) {
 						_ = setWinsize(x.ptm, sz)
 					}
 				}
-			}()
+			})
 		}
 	} else {
 		if opts.Stdin != nil {
@@ -350,11 +346,9 @@ func (x *execIO) run(opts ExecOptions) {
 			}
 			r := x.readers[k]
 			k++
-			x.copiers.Add(1)
-			go func() {
-				defer x.copiers.Done()
+			x.copiers.Go(func() {
 				_, _ = io.Copy(w, r)
-			}()
+			})
 		}
 	}
 	go func() {

@@ -552,11 +552,9 @@ func (w *podWorker) runInitContainers() bool {
 	for _, c := range w.ctrs {
 		switch c.kind {
 		case kindSidecar:
-			w.sidecars.Add(1)
-			go func() {
-				defer w.sidecars.Done()
+			w.sidecars.Go(func() {
 				w.supervise(c)
-			}()
+			})
 			select {
 			case <-c.startedCh:
 			case <-w.stopCh:
@@ -587,11 +585,9 @@ func (w *podWorker) runApps() {
 		if c.kind != kindApp {
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			w.supervise(c)
-		}()
+		})
 	}
 	wg.Wait()
 }

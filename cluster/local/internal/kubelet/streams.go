@@ -139,9 +139,7 @@ func (p *provider) RunInContainer(ctx context.Context, namespace, podName, conta
 		if resize := attach.Resize(); resize != nil {
 			ch := make(chan container.TermSize, 1)
 			opts.Resize = ch
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				for {
 					select {
 					case <-ectx.Done():
@@ -157,7 +155,7 @@ func (p *provider) RunInContainer(ctx context.Context, namespace, podName, conta
 						}
 					}
 				}
-			}()
+			})
 		}
 	}
 	code, err := proc.Exec(ectx, opts)
