@@ -1,18 +1,17 @@
 package campaign
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gauntlet-dev/gauntlet/internal/testing/golden"
 	"github.com/gauntlet-dev/gauntlet/model"
 )
 
@@ -77,19 +76,8 @@ func TestMinimizeGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			b = append(b, '\n')
-			golden := filepath.Join("testdata", "minimize", name+".golden.json")
-			if *update {
-				if err := os.WriteFile(golden, b, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if !bytes.Equal(b, want) {
-				t.Errorf("%s differs from the derived groups and candidates (run with -update after checking):\n%s", golden, b)
-			}
+			file := filepath.Join("testdata", "minimize", name+".golden.json")
+			golden.Check(t, file, b, *update)
 		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/gauntlet-dev/gauntlet/inputgen/crd"
+	"github.com/gauntlet-dev/gauntlet/internal/testing/golden"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
@@ -101,46 +102,7 @@ func js(v any) string {
 
 func checkGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", "golden", name+".golden")
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden file (run go test -run %s -update to create it): %v", t.Name(), err)
-	}
-	if string(want) != got {
-		t.Errorf("plan differs from %s (run with -update after reviewing):\n%s", path, diffLines(string(want), got))
-	}
-}
-
-// diffLines shows the first differing lines.
-func diffLines(want, got string) string {
-	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var b strings.Builder
-	shown := 0
-	for i := 0; i < len(wl) || i < len(gl); i++ {
-		var w, g string
-		if i < len(wl) {
-			w = wl[i]
-		}
-		if i < len(gl) {
-			g = gl[i]
-		}
-		if w != g {
-			fmt.Fprintf(&b, "line %d:\n  want: %s\n  got:  %s\n", i+1, w, g)
-			if shown++; shown == 8 {
-				break
-			}
-		}
-	}
-	return b.String()
+	golden.Check(t, filepath.Join("testdata", "golden", name+".golden"), []byte(got), *update)
 }
 
 // TestGoldenPlans checks the test cases each generator and scenario produces on small hand-written

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
+	"github.com/gauntlet-dev/gauntlet/internal/testing/golden"
 	"github.com/gauntlet-dev/gauntlet/model"
 )
 
@@ -140,23 +141,7 @@ func checkGolden(t testing.TB, dir, name string, v any) {
 		t.Fatalf("marshal: %v", err)
 	}
 	got = append(got, '\n')
-	file := filepath.Join("testdata", "golden", dir, name+".json")
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(file, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatalf("read golden file (run go test ./oracles -update to create it): %v", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("findings differ from %s (run with -update if the change is intended):\n--- got\n%s\n--- want\n%s", file, got, want)
-	}
+	golden.Check(t, filepath.Join("testdata", "golden", dir, name+".json"), got, *update)
 }
 
 // expectation is what a table case asserts beyond its golden file.

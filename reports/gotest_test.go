@@ -21,6 +21,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/gauntlet-dev/gauntlet/internal/testing/golden"
 	"github.com/gauntlet-dev/gauntlet/model"
 	"github.com/gauntlet-dev/gauntlet/replay"
 )
@@ -488,18 +489,7 @@ const goTestGolden = "testdata/reproduce_health_test.go.golden"
 // TestWriteGoTestGolden pins the generated file for review; -update rewrites it.
 func TestWriteGoTestGolden(t *testing.T) {
 	got := generate(t, healthReproducer())
-	if *update {
-		if err := os.WriteFile(goTestGolden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(goTestGolden)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("generated test differs from %s (run with -update if intended):\n%s", goTestGolden, firstDiff(string(want), string(got)))
-	}
+	golden.Check(t, goTestGolden, got, *update)
 }
 
 func TestAssertion(t *testing.T) {
@@ -765,16 +755,5 @@ func TestWriteGoTestPodKillGolden(t *testing.T) {
 	r := podKillReproducer()
 	r.Steps[2].Faults[0].Targets = []string{"primary gauntlet-w1/vk-0"} // keep the golden file readable
 	got := generate(t, r)
-	if *update {
-		if err := os.WriteFile(podKillGolden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(podKillGolden)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("generated test differs from %s (run with -update if intended):\n%s", podKillGolden, firstDiff(string(want), string(got)))
-	}
+	golden.Check(t, podKillGolden, got, *update)
 }

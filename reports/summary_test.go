@@ -8,11 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gauntlet-dev/gauntlet/internal/testing/golden"
 	"github.com/gauntlet-dev/gauntlet/model"
 )
 
@@ -25,35 +25,7 @@ func TestSummaryGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *update {
-		if err := os.WriteFile(summaryGolden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(summaryGolden)
-	if err != nil {
-		t.Fatalf("%v (run go test ./reports -run TestSummaryGolden -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("summary.json differs from %s (run with -update if the change is intended):\n%s", summaryGolden, firstDiff(string(want), string(got)))
-	}
-}
-
-func firstDiff(want, got string) string {
-	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := 0; i < len(wl) || i < len(gl); i++ {
-		var w, g string
-		if i < len(wl) {
-			w = wl[i]
-		}
-		if i < len(gl) {
-			g = gl[i]
-		}
-		if w != g {
-			return "line " + strconv.Itoa(i+1) + ":\n- " + w + "\n+ " + g
-		}
-	}
-	return "(no line differs)"
+	golden.Check(t, summaryGolden, got, *update)
 }
 
 func TestWriteReadSummaryRoundTrip(t *testing.T) {
@@ -70,7 +42,7 @@ func TestWriteReadSummaryRoundTrip(t *testing.T) {
 	a, _ := MarshalSummary(in)
 	b, _ := MarshalSummary(out)
 	if !bytes.Equal(a, b) {
-		t.Fatalf("round trip changed the summary:\n%s", firstDiff(string(a), string(b)))
+		t.Fatalf("round trip changed the summary:\n%s", golden.Diff(string(a), string(b)))
 	}
 	if !out.Started.Equal(in.Started) || out.Seed != in.Seed || len(out.Alarms) != len(in.Alarms) {
 		t.Fatalf("round trip lost fields: %+v", out)

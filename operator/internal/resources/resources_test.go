@@ -2,10 +2,7 @@ package resources
 
 import (
 	"flag"
-	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -14,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gauntlet-dev/gauntlet/internal/testing/golden"
 	"github.com/gauntlet-dev/gauntlet/operator/api/v1alpha1"
 	"github.com/gauntlet-dev/gauntlet/operator/internal/conf"
 )
@@ -73,47 +71,13 @@ func desired(c *v1alpha1.ValkeyCluster) Desired {
 	return Desired{Cluster: c, Applied: applied, Password: `s3cr"et`, Replicas: c.Spec.Replicas}
 }
 
-func golden(t *testing.T, name string, obj any) {
+func checkGolden(t *testing.T, name string, obj any) {
 	t.Helper()
 	got, err := yaml.Marshal(obj)
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("testdata", name+".yaml")
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if string(got) != string(want) {
-		t.Errorf("%s differs from the golden file (run go test -update after checking):\n%s", path, diffLines(string(want), string(got)))
-	}
-}
-
-func diffLines(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var b strings.Builder
-	for i := 0; i < max(len(w), len(g)); i++ {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl {
-			b.WriteString("line " + strconv.Itoa(i+1) + ":\n  want: " + wl + "\n  got:  " + gl + "\n")
-		}
-	}
-	return b.String()
+	golden.Check(t, filepath.Join("testdata", name+".yaml"), got, *update)
 }
 
 func TestGolden(t *testing.T) {
@@ -123,15 +87,15 @@ func TestGolden(t *testing.T) {
 	}{{"minimal", minimal()}, {"full", full()}} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := desired(tc.c)
-			golden(t, tc.name+"/headless-service", MakeHeadlessService(d))
-			golden(t, tc.name+"/client-service", MakeClientService(d))
-			golden(t, tc.name+"/configmap", MakeConfigMap(d))
-			golden(t, tc.name+"/statefulset", MakeStatefulSet(d))
+			checkGolden(t, tc.name+"/headless-service", MakeHeadlessService(d))
+			checkGolden(t, tc.name+"/client-service", MakeClientService(d))
+			checkGolden(t, tc.name+"/configmap", MakeConfigMap(d))
+			checkGolden(t, tc.name+"/statefulset", MakeStatefulSet(d))
 			if WantPDB(d) {
-				golden(t, tc.name+"/pdb", MakePDB(d))
+				checkGolden(t, tc.name+"/pdb", MakePDB(d))
 			}
 			if d.Cluster.Spec.Auth.PasswordSecret != nil {
-				golden(t, tc.name+"/auth-secret", MakeAuthSecret(d))
+				checkGolden(t, tc.name+"/auth-secret", MakeAuthSecret(d))
 			}
 		})
 	}

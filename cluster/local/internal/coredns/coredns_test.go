@@ -9,25 +9,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gauntlet-dev/gauntlet/internal/testing/golden"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
 func TestCorefileGolden(t *testing.T) {
 	got := Corefile(netip.MustParseAddrPort("10.201.3.1:53"), "cluster.local", "/state/coredns/kubeconfig", 40001, 40002)
-	golden := filepath.Join("testdata", "Corefile.golden")
-	if *update {
-		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != string(want) {
-		t.Fatalf("Corefile differs from %s (rerun with -update if intended):\n%s", golden, got)
-	}
+	golden.Check(t, filepath.Join("testdata", "Corefile.golden"), []byte(got), *update)
 }
 
 func TestDefaultBinaryInCache(t *testing.T) {

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"flag"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/mountinfo"
+	"github.com/gauntlet-dev/gauntlet/internal/testing/golden"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -73,19 +73,7 @@ func TestRenderGolden(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.golden, func(t *testing.T) {
 			got := tt.state.render(tt.ip, tt.which, tt.fresh)
-			path := filepath.Join("testdata", tt.golden)
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -run TestRenderGolden -update to create it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("render differs from %s (rerun with -update if intended):\n--- got\n%s\n--- want\n%s", path, got, want)
-			}
+			golden.Check(t, filepath.Join("testdata", tt.golden), []byte(got), *update)
 		})
 	}
 }
