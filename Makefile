@@ -26,14 +26,14 @@ TEST_TIMEOUT ?= 60m
 TEST_PACKAGES ?= 5
 TEST_PARALLEL ?= 4
 # go test starts packages in the order given: the longest first, so that the short ones fill in
-# beside them instead of a long one starting last.
+# beside them instead of a long one starting last (the kind lane's, which runs the longest chain,
+# first of all: its kind cluster takes the first creation turn).
 # The CPU-burner test saturates the host on purpose: it runs alone, after the others (a kind node
 # booting beside it can miss kind's 30 s limit for its systemd to start).
 TEST_ALONE := TestE2EBackoffBesideCPUBurner
-# The example operators on kind (a CloudNativePG kind node runs initdb and the operator's webhooks) miss
-# their deploy waits beside five packages at once: they run after the others, side by side.
-TEST_LATE := TestE2EKindCertManagerCleanCampaign|TestE2EKindCloudNativePGCleanCampaign
-TEST_FIRST := ./campaign ./campaign/kindlane ./targets/examples ./operator/e2e ./bench/bugs ./cluster/backends ./cluster/local ./faults ./cluster/kind
+TEST_FIRST := ./campaign/kindlane ./campaign ./targets/examples ./operator/e2e ./bench/bugs ./cluster/backends ./faults \
+	./cluster/local ./inputgen ./cluster/kind ./cluster/local/internal/kubelet ./operator/internal/machine ./view \
+	./cluster/kind/nodeimage ./cluster/internal/controlplane ./reports
 GOTESTSUM_VERSION := v1.13.0
 GOTESTSUM := $(CACHE_DIR)/tools/gotestsum-$(GOTESTSUM_VERSION)/gotestsum
 # The test run's events (go test -json), read by hack/skipcheck.
@@ -145,12 +145,8 @@ test: deps tools controlplane coredns certmanager cnpg prometheus-operator build
 	@mkdir -p $(dir $(TEST_EVENTS))
 	@rc=0; builds=$$(mktemp -d /tmp/gauntlet-test-builds.XXXXXX) && chmod 755 $$builds && \
 	GAUNTLET_TEST_BUILDS=$$builds $(GOTESTSUM) --format pkgname-and-test-fails --format-hide-empty-pkg --jsonfile $(TEST_EVENTS) -- \
-		-timeout $(TEST_TIMEOUT) -count=1 -p $(TEST_PACKAGES) -parallel $(TEST_PARALLEL) -skip '^($(TEST_ALONE)|$(TEST_LATE))$$' $(TEST_FIRST) ./... || rc=$$?; \
+		-timeout $(TEST_TIMEOUT) -count=1 -p $(TEST_PACKAGES) -parallel $(TEST_PARALLEL) -skip '^$(TEST_ALONE)$$' $(TEST_FIRST) ./... || rc=$$?; \
 	rm -rf $$builds; \
-	echo "test: the example operators on kind, after the others" >&2; \
-	$(GOTESTSUM) --format pkgname-and-test-fails --format-hide-empty-pkg --jsonfile $(TEST_EVENTS).late -- \
-		-timeout $(TEST_TIMEOUT) -count=1 -run '^($(TEST_LATE))$$' ./targets/examples || rc=$$?; \
-	cat $(TEST_EVENTS).late >> $(TEST_EVENTS) && rm -f $(TEST_EVENTS).late; \
 	echo "test: $(TEST_ALONE) alone (it saturates the host on purpose)" >&2; \
 	$(GOTESTSUM) --format pkgname-and-test-fails --format-hide-empty-pkg --jsonfile $(TEST_EVENTS).alone -- \
 		-timeout $(TEST_TIMEOUT) -count=1 -run '^$(TEST_ALONE)$$' ./campaign || rc=$$?; \

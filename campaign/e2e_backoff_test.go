@@ -41,23 +41,20 @@ func TestE2EBackoffBesideCPUBurner(t *testing.T) {
 	}
 	cfg.Gate = capacity.NewGate(proc.Sample, capacity.DefaultThresholds(total), time.Second, log)
 
-	// The burner: busy shells, stopped with their process group.
+	// The burner: busy shells, stopped with their process group. Four busy processes per
+	// core: the gate's rule wants a load of 3 per core beside high pressure, which one per
+	// core never reaches without other work.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	// Four busy processes per core: the gate's rule wants a load of 3 per core
-	// beside high pressure, which one per core never reaches without other work.
-	for range 4 * runtime.NumCPU() {
-		cmd := exec.CommandContext(ctx, "sh", "-c", "while :; do :; done")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("start the CPU burner: %v", err)
-		}
-		t.Cleanup(func() { _ = cmd.Wait() })
-	}
-	t.Cleanup(cancel) // before the Waits above (cleanups run last first)
-	// Wait until the host is saturated as the gate judges it: the one-minute
-	// load average takes a minute or two to climb to 3 per core.
+	burn(ctx, t, 4*runtime.NumCPU())
+	t.Cleanup(cancel) // before the burners' Waits (cleanups run last first)
+	// Wait until the host is saturated as the gate judges it. The one-minute load average
+	// climbs towards the number of busy processes: towards 4 per core it takes over a minute
+	// to pass 3 per core, so eight more per core lift it there in a quarter of that time and
+	// stop once it is there; the campaign then runs beside the four per core, on a load that
+	// keeps climbing towards them.
+	warm, stopWarm := context.WithCancel(ctx)
+	warmers := burn(warm, t, 8*runtime.NumCPU())
 	th := capacity.DefaultThresholds(total)
 	for deadline := time.Now().Add(3 * time.Minute); ; {
 		s, err := proc.Sample()
@@ -73,6 +70,10 @@ func TestE2EBackoffBesideCPUBurner(t *testing.T) {
 			t.Fatalf("the burner did not saturate the host in 3 minutes (CPU pressure %.0f%%, PSI %v, load %.1f on %d cores): %s", s.CPUSome, s.HasPSI, s.Load1, s.CPUs, why)
 		}
 		time.Sleep(2 * time.Second)
+	}
+	stopWarm()
+	for _, w := range warmers {
+		_ = w.Wait() // gone before the campaign starts: it runs beside four per core
 	}
 
 	t0 := time.Now()
@@ -101,4 +102,22 @@ func TestE2EBackoffBesideCPUBurner(t *testing.T) {
 	for _, g := range res.Groups {
 		t.Logf("alarm group (not a timing alarm): %s: %s", g.Oracle, g.Summary)
 	}
+}
+
+// burn starts n busy shells in their own process groups, killed with their group when ctx
+// ends and waited for when t ends.
+func burn(ctx context.Context, t *testing.T, n int) []*exec.Cmd {
+	t.Helper()
+	cmds := make([]*exec.Cmd, 0, n)
+	for range n {
+		cmd := exec.CommandContext(ctx, "sh", "-c", "while :; do :; done")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("start the CPU burner: %v", err)
+		}
+		t.Cleanup(func() { _ = cmd.Wait() })
+		cmds = append(cmds, cmd)
+	}
+	return cmds
 }

@@ -42,19 +42,6 @@ func TestE2ECatchesSeededBug(t *testing.T) {
 	}
 }
 
-// TestE2ECatchesSeededFailoverBug runs the fault campaign of the seeded bug
-// that fails over to the replica with the lowest offset (the primary's
-// container is killed while the workload writes with WAIT 1): the restarted,
-// empty primary is promoted and the acknowledged writes are lost, which the
-// durability or system-state oracle must report.
-func TestE2ECatchesSeededFailoverBug(t *testing.T) {
-	t.Parallel() // each campaign has its own clusters (unique names, CIDRs under the host lock) and state root
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	_, res, _ := runSeededBug(ctx, t, "07-failover-lowest-offset", false, 1)
-	bugcampaign.RequireAlarm(t, res, "durability", "system-state")
-}
-
 // runSeededBug runs the benchmark's campaign of the seeded bug name (its first n
 // test cases, with its faults) against the operator built with the bug.
 func runSeededBug(ctx context.Context, t *testing.T, name string, minimize bool, n int) (campaign.Config, *campaign.Result, string) {

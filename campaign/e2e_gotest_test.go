@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -37,7 +38,8 @@ const gotestAlarm = "testdata/gotest/04-config-default-overrules-user.group.json
 // see gotestAlarm) exactly as `gauntlet run --go-tests` does, writes it into
 // a fresh module that requires github.com/gauntlet-dev/gauntlet through a
 // replace to this checkout (with this repository's go.sum, and GOPROXY=off:
-// nothing is downloaded), and runs `go test` there twice with no KUBECONFIG,
+// nothing is downloaded), builds it there with `go test -c` (go test's build and
+// vet checks) and runs the test binary twice with no KUBECONFIG,
 // so that the test kit brings up an embedded cluster and deploys the
 // built-in Valkey target itself: with the operator built with the bug the
 // test must fail naming the invariant and the alarm; with the clean operator
@@ -136,8 +138,10 @@ func TestE2EGeneratedGoTestFault(t *testing.T) {
 // runGeneratedGoTest generates rep's Go test as `gauntlet run --go-tests`
 // does, writes it into a fresh module that requires
 // github.com/gauntlet-dev/gauntlet through a replace to this checkout (with
-// this repository's go.sum, and GOPROXY=off: nothing is downloaded), and runs
-// `go test` there twice, side by side, with no KUBECONFIG, so that the test kit
+// this repository's go.sum, and GOPROXY=off: nothing is downloaded), builds its
+// test binary there once with `go test -c` (go test's build, vet checks included)
+// and runs it twice, side by side, as go test runs it (in the module's folder),
+// with no KUBECONFIG, so that the test kit
 // brings up an embedded cluster (one per run) and deploys the built-in Valkey
 // target itself: with the operator built with the seeded bug the test must
 // fail; with the clean operator it must pass. It returns both runs' output.
@@ -193,20 +197,31 @@ func runGeneratedGoTest(ctx context.Context, t *testing.T, root string, rep repl
 	buggy := bugcampaign.Operator(ctx, t, root, bugcampaign.Find(t, root, bug).Patch)
 	t.Logf("the operator with seeded bug %s built (or built by another test of this run) in %v", bug, time.Since(t0).Round(time.Second))
 
+	// go test's build of the module's test (with go test's vet checks), once: the two runs
+	// below run the same test binary, as go test would after building it.
+	env := []string{"GOFLAGS=-mod=readonly", "GOPROXY=off", "GOWORK=off", "GOTOOLCHAIN=local"}
+	for _, kv := range os.Environ() {
+		switch k, _, _ := strings.Cut(kv, "="); k {
+		case "KUBECONFIG", "GAUNTLET_TARGET", "GAUNTLET_NAMESPACE", "GAUNTLET_REPO", "GOFLAGS", "GOPROXY", "GOWORK", "GOTOOLCHAIN":
+		default:
+			env = append(env, kv)
+		}
+	}
+	t0 = time.Now()
+	testBin := filepath.Join(work, "regressions.test")
+	build := exec.CommandContext(ctx, goBin, "test", "-c", "-o", testBin, ".")
+	build.Dir, build.Env = mod, env
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go test -c in the generated test's module: %v\n%s", err, out)
+	}
+	t.Logf("go test -c built the generated test in %v", time.Since(t0).Round(time.Second))
+
 	goTest := func(operator, stateDir string) (string, error, time.Duration) {
 		start := time.Now()
-		cmd := exec.CommandContext(ctx, goBin, "test", "-count=1", "-v", "-timeout", "15m", "./...")
-		cmd.Dir = mod
-		for _, kv := range os.Environ() {
-			switch k, _, _ := strings.Cut(kv, "="); k {
-			case "KUBECONFIG", "GAUNTLET_TARGET", "GAUNTLET_NAMESPACE", "GAUNTLET_REPO", "GOFLAGS", "GOPROXY", "GOWORK", "GOTOOLCHAIN":
-			default:
-				cmd.Env = append(cmd.Env, kv)
-			}
-		}
+		cmd := exec.CommandContext(ctx, testBin, "-test.count=1", "-test.v", "-test.timeout=15m")
+		cmd.Dir = mod // where go test runs a package's test binary
 		state := filepath.Join(work, stateDir)
-		cmd.Env = append(cmd.Env, "GOFLAGS=-mod=readonly", "GOPROXY=off", "GOWORK=off", "GOTOOLCHAIN=local",
-			"GAUNTLET_OPERATOR_BINARY="+operator, "GAUNTLET_STATE_DIR="+state)
+		cmd.Env = append(slices.Clone(env), "GAUNTLET_OPERATOR_BINARY="+operator, "GAUNTLET_STATE_DIR="+state)
 		out, err := cmd.CombinedOutput()
 		return string(out), err, time.Since(start)
 	}
@@ -222,8 +237,8 @@ func runGeneratedGoTest(ctx context.Context, t *testing.T, root string, rep repl
 	wg.Go(func() { bugRun.out, bugRun.err, bugRun.took = goTest(buggy, "state-bug") })
 	wg.Go(func() { cleanRun.out, cleanRun.err, cleanRun.took = goTest(clean, "state-clean") })
 	wg.Wait()
-	t.Logf("go test against the operator with seeded bug %s (%v):\n%s", bug, bugRun.took.Round(time.Second), bugRun.out)
-	t.Logf("go test against the clean operator (%v):\n%s", cleanRun.took.Round(time.Second), cleanRun.out)
+	t.Logf("the generated test against the operator with seeded bug %s (%v):\n%s", bug, bugRun.took.Round(time.Second), bugRun.out)
+	t.Logf("the generated test against the clean operator (%v):\n%s", cleanRun.took.Round(time.Second), cleanRun.out)
 	if bugRun.err == nil {
 		t.Fatalf("the generated test passed against the operator with seeded bug %s", bug)
 	}

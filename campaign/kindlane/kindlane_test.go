@@ -38,10 +38,12 @@ const kindBugCase = "07-failover-lowest-offset"
 // against the patched and the clean operator, on kind clusters with Chaos Mesh injecting
 // the faults and on the embedded cluster with its own: the verdicts must be the same — the
 // bug caught by the oracle that catches it on the embedded cluster, the clean operator with
-// no alarm on either — and every fault must have been injected.
+// no alarm on either — and every fault must have been injected. The embedded cluster's half
+// runs without the kind lane too: it is the end-to-end test that the embedded cluster's
+// fault campaign catches this bug (the restarted, empty primary promoted, acknowledged
+// writes lost) by the durability or system-state oracle.
 func TestE2EKindSameVerdicts(t *testing.T) {
 	testenv.SkipShort(t)
-	kindtest.NeedLane(t, true)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	type verdict struct {
@@ -85,11 +87,21 @@ func TestE2EKindSameVerdicts(t *testing.T) {
 	t.Run("backends", func(t *testing.T) { // returns once both parallel back ends are done
 		for _, backend := range []string{"kind", "embedded"} {
 			t.Run(backend, func(t *testing.T) {
-				t.Parallel() // the two back ends side by side; each runs the bug, then the clean operator
+				if backend == "kind" {
+					kindtest.NeedLane(t, true)
+				}
+				t.Parallel() // the two back ends side by side, each the two operators one after the other
 				// (one kind cluster of this test at a time: beside the example targets' kind clusters,
-				// more would load 2 cores past what Chaos Mesh's webhooks answer within)
-				t.Run("bug", func(t *testing.T) { run(t, backend, true) })
-				t.Run("clean", func(t *testing.T) { run(t, backend, false) })
+				// more would load 2 cores past what Chaos Mesh's webhooks answer within). Kind runs the
+				// clean operator first: its cluster asks for a creation turn at once instead of after
+				// the seeded bug's build, which the embedded cluster's bug run waits for meanwhile.
+				order := []bool{true, false}
+				if backend == "kind" {
+					order = []bool{false, true}
+				}
+				for _, patched := range order {
+					t.Run(map[bool]string{true: "bug", false: "clean"}[patched], func(t *testing.T) { run(t, backend, patched) })
+				}
 			})
 		}
 	})

@@ -53,6 +53,9 @@ type cleanCampaign struct {
 	provider cluster.Provider
 	// out, when set, is the results folder (default: a temporary one).
 	out string
+	// noDifferential skips the differential re-runs, for a run whose differential verdict
+	// another test already gives (the same cases from the same seed on another cluster).
+	noDifferential bool
 }
 
 // run runs the campaign on the embedded cluster (three desired states, or one
@@ -88,7 +91,7 @@ func (c cleanCampaign) run(t *testing.T) {
 		prov = c.provider
 	}
 	cfg := campaign.Config{Target: tg, Workers: 1, Seed: c.seed, MaxSteps: steps, CaseFilter: keep, OutDir: out, Progress: testWriter{t}, Logger: log,
-		NoMinimize: true, Provider: prov}
+		NoMinimize: true, NoDifferential: c.noDifferential, Provider: prov}
 	res, err := campaign.Run(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
