@@ -130,3 +130,17 @@ func TestHostLimited(t *testing.T) {
 		t.Fatalf("a descriptor leak named the inotify limit: %q", got)
 	}
 }
+
+// TestSeedGateHostLimit: a seed whose config reloader cannot create its
+// watcher stops the campaign with the host's inotify limit as the cause and
+// the command that raises it.
+func TestSeedGateHostLimit(t *testing.T) {
+	rec := &StepRecord{Step: model.Step{Kind: model.StepSeed, Stuck: true}}
+	logs := func(pod, container string, previous bool) string {
+		return `level=error msg="Failed to run" err="create watcher: too many open files"`
+	}
+	err := seedGate(rec, crashingPod(""), logs)
+	if err == nil || !strings.Contains(err.Error(), "fs.inotify.max_user_instances") || !strings.Contains(err.Error(), "sysctl -w") {
+		t.Fatalf("seedGate = %v, want the host's inotify limit named with its fix", err)
+	}
+}

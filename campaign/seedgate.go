@@ -57,6 +57,11 @@ func seedGate(rec *StepRecord, snap *model.Snapshot, logs func(pod, container st
 			health = append(health, f.Summary)
 		}
 	}
+	if why := hostLimited(snap, logs, hostInotifyLimit()); why != "" && (rec.TimedOut || rec.Stuck || len(health) > 0) {
+		e.Cause = "the seed converged unhealthy: " + why
+		e.Fix = "as root: sysctl -w fs.inotify.max_user_instances=8192 (the embedded cluster raises it when it starts as root)"
+		return e
+	}
 	if why := cannotStart(snap, logs); why != "" {
 		e.Cause = "the operand cannot start: " + why
 		e.Fix = "make the seed's images run on the test cluster (the target's image rules map each image to a program that exists on this machine); the container logs are in the step's logs folder"

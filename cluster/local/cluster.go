@@ -157,6 +157,12 @@ func Create(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return nil, err
 	}
 	c = &Cluster{info: info, log: opts.Log.With("cluster", opts.Name), timings: map[string]time.Duration{}}
+	// Every cluster's pods share the host kernel's per-user inotify budget
+	// (a real node keeps one for its own pods): raise it where it is the
+	// kernel's small default, and say so.
+	if err := hoststate.RaiseKernelLimits(c.log, hoststate.ProcSys, hoststate.InotifyMinimums()); err != nil {
+		c.log.Warn("could not raise the host's inotify limits; config reloaders and other watchers may fail with \"too many open files\"", "err", err)
+	}
 	bgCtx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	defer func() {
