@@ -225,7 +225,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 
 	if cfg.Faults != nil {
-		r.faultKinds, res.UnsupportedFaults = supportedKinds(envs[0].inj, cfg.Faults.Kinds, len(cfg.Target.Operator.Command) > 0)
+		r.faultKinds, res.UnsupportedFaults = supportedKinds(envs[0].inj, cfg.Faults.Kinds, len(cfg.Target.Operator.Command) > 0, envs[0].kube.view != nil)
 		res.FaultKinds = r.faultKinds
 		for _, u := range res.UnsupportedFaults {
 			cfg.Logger.Warn("fault kind not injected", "why", u)

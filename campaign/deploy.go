@@ -187,7 +187,7 @@ func (d *Deployment) Replay(ctx context.Context, rep *replay.Reproducer, o Repla
 		if err != nil {
 			return nil, err
 		}
-		ok, unsupported := supportedKinds(inj, kinds, len(d.target.Operator.Command) > 0)
+		ok, unsupported := supportedKinds(inj, kinds, len(d.target.Operator.Command) > 0, d.k.view != nil)
 		if len(unsupported) > 0 {
 			return nil, fmt.Errorf("%w (fault back end: %s): %s", ErrFaultsUnsupported, backend, strings.Join(unsupported, "; "))
 		}

@@ -44,11 +44,8 @@ func ParseFaultKinds(v []string) ([]string, bool, error) {
 	}
 	var out []string
 	for _, k := range v {
-		if _, ok := backendKind(k); !ok {
-			if model.FaultKind(k).View() {
-				return nil, false, fmt.Errorf("fault kind %q perturbs the operator's view (package view), which campaigns do not inject yet: use kinds from %v", k, DefaultFaultKinds)
-			}
-			return nil, false, fmt.Errorf("unknown fault kind %q: use all, none, or kinds from %v", k, DefaultFaultKinds)
+		if _, ok := backendKind(k); !ok && !viewKind(k) {
+			return nil, false, fmt.Errorf("unknown fault kind %q: use all, none, or kinds from %v, or of the operator's view (with --operator-view) %v", k, DefaultFaultKinds, model.ViewFaultKinds())
 		}
 		if !slices.Contains(out, k) {
 			out = append(out, k)
@@ -118,6 +115,10 @@ type FaultPlan = replay.FaultPlan
 func planFault(seed int64, w, index int, o *FaultOptions, kinds []string, monitored bool) FaultPlan {
 	rng := rand.New(rand.NewPCG(uint64(seed), uint64(w)<<32|uint64(index)))
 	p := FaultPlan{Kind: kinds[rng.IntN(len(kinds))], Pick: rng.IntN(1 << 16), Hold: o.Hold}
+	if viewKind(p.Kind) {
+		planView(rng, &p)
+		return p
+	}
 	switch {
 	case p.Kind == FaultOperatorCrash || p.Kind == FaultOperatorPartition:
 		p.Role = "operator"
@@ -161,10 +162,16 @@ func (r *runner) nextFault(w, index, drawn int) FaultPlan {
 }
 
 // supportedKinds splits the wanted kinds into those inj can inject and the others (with why).
-func supportedKinds(inj faults.Injector, want []string, outOfCluster bool) (ok []string, unsupported []string) {
+func supportedKinds(inj faults.Injector, want []string, outOfCluster, viewOn bool) (ok []string, unsupported []string) {
 	for _, k := range want {
 		bk, known := backendKind(k)
 		switch {
+		case viewKind(k):
+			if why := supportedView(k, viewOn, outOfCluster); why != "" {
+				unsupported = append(unsupported, why)
+			} else {
+				ok = append(ok, k)
+			}
 		case !known:
 			unsupported = append(unsupported, k+": unknown fault kind (known: "+fmt.Sprint(DefaultFaultKinds)+")")
 		case !faults.Supports(inj, bk):
@@ -183,6 +190,9 @@ type activeFault = replay.ActiveFault
 
 // inject resolves the plan's targets on the live system and starts the fault.
 func (s *session) inject(ctx context.Context, p FaultPlan, d model.Object, seq int) (*activeFault, error) {
+	if viewKind(p.Kind) {
+		return s.injectView(ctx, p)
+	}
 	spec, err := s.env.kube.FaultSpec(ctx, p, s.ns, fmt.Sprintf("%s-f%d", s.ns, seq), func(ctx context.Context, p FaultPlan) (string, []string, error) {
 		return s.pickPod(ctx, p, d)
 	})
@@ -230,6 +240,9 @@ func leadersKept(leases []coordinationv1.Lease, since time.Time) (renewed, held 
 func (s *session) heal(ctx context.Context, af *activeFault) error {
 	if af == nil || !af.Lasting || af.Rec.Unsupported != "" {
 		return nil
+	}
+	if viewKind(af.Rec.Kind) {
+		return s.healView(ctx, af)
 	}
 	err := replay.Heal(ctx, s.env.inj, af)
 	s.actionDone()
@@ -592,7 +605,7 @@ func driveFault(ctx context.Context, a stepActions, in stepInput, rec *StepRecor
 		}
 		rec.Faults = append(rec.Faults, af.Rec)
 		c, nr, err := a.wait(ctx, started)
-		if err == nil && p.Kind == FaultOperatorPartition {
+		if err == nil && (p.Kind == FaultOperatorPartition || p.Kind == FaultCrashAfterWrite) {
 			c, nr, err = a.afterOperatorBack(ctx, rec, af.Rec.Removed, c, nr)
 		}
 		if refused(ctx, derr) {

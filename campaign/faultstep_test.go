@@ -57,7 +57,7 @@ func TestPlanFaultDeterministic(t *testing.T) {
 
 func TestSupportedKinds(t *testing.T) {
 	inj := fakeInjector{kinds: []faults.Kind{faults.ContainerCrash, faults.PodKill, faults.Partition}}
-	ok, bad := supportedKinds(inj, []string{FaultPodKill, FaultPodFailure, FaultOperatorCrash, "meteor"}, true)
+	ok, bad := supportedKinds(inj, []string{FaultPodKill, FaultPodFailure, FaultOperatorCrash, "meteor"}, true, false)
 	if !reflect.DeepEqual(ok, []string{FaultPodKill}) {
 		t.Errorf("supported = %v, want [pod-kill]", ok)
 	}

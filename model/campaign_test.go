@@ -46,8 +46,8 @@ func TestFaultKinds(t *testing.T) {
 
 func TestViewFaultKinds(t *testing.T) {
 	for _, k := range ViewFaultKinds() {
-		if !k.View() || k.Known() || k.Lasting() {
-			t.Errorf("%s: view %v, known %v (campaigns must not draw it yet), lasting %v", k, k.View(), k.Known(), k.Lasting())
+		if !k.View() || k.Known() || !k.Lasting() {
+			t.Errorf("%s: view %v, known %v (all must not draw it), lasting %v (it holds until healed)", k, k.View(), k.Known(), k.Lasting())
 		}
 	}
 	for _, k := range FaultKinds() {

@@ -23,8 +23,9 @@ const (
 )
 
 // Fault kinds of the operator's view (package view: a proxy between the operator
-// and the API server). Declared, not yet drawn by campaigns: FaultKinds, and so
-// `--faults all`, leave them out until campaigns inject them.
+// and the API server). Campaigns inject them when named (`--faults stale-read`,
+// with the proxy on), held while the next desired state is declared; FaultKinds,
+// and so `--faults all`, leave them out.
 const (
 	// FaultStaleRead serves the operator's reads and watch events as the
 	// cluster was a while ago (a lagging view: Sieve's stale states).
@@ -59,9 +60,9 @@ func FaultKinds() []FaultKind {
 }
 
 // Lasting reports whether faults of kind k hold until removed (they can be held
-// while a new desired state is declared).
+// while a new desired state is declared): the view kinds are.
 func (k FaultKind) Lasting() bool {
-	return k == FaultPodFailure || k == FaultPartition || k == FaultOperatorPartition
+	return k == FaultPodFailure || k == FaultPartition || k == FaultOperatorPartition || k.View()
 }
 
 // Known reports whether k is one of FaultKinds.

@@ -124,6 +124,9 @@ type Fault struct {
 	Unsupported string `json:"unsupported,omitempty"`
 	// Retargeted says why the fault hit the operator rather than the drawn kind's target.
 	Retargeted string `json:"retargeted,omitempty"`
+	// Effect says what a fault of the operator's view did while it held
+	// (events withheld, reads lagged, whether the crash fired).
+	Effect string `json:"effect,omitempty"`
 }
 
 // Step is one recorded state transition of a worker's sequence.

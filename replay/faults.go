@@ -9,6 +9,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/faults"
 	"github.com/gauntlet-dev/gauntlet/model"
+	"github.com/gauntlet-dev/gauntlet/view"
 )
 
 // Fault kinds a campaign injects and a replay re-injects (what
@@ -67,18 +68,21 @@ type FaultPlan struct {
 	// compound failures such as a primary crash while a replica lags behind a partition.
 	Then  *FaultPlan    `json:"then,omitempty"`
 	After time.Duration `json:"after,omitempty"`
+	// View aims a fault of the operator's view (model.FaultKind.View): what
+	// lags, which events are missed, which write is crashed after.
+	View *view.FaultTarget `json:"view,omitempty"`
 }
 
 // Validate reports a plan a replay cannot inject: an unknown kind or a
 // missing role (and the same of Then).
 func (p FaultPlan) Validate() error {
-	if _, ok := BackendKind(p.Kind); !ok {
-		return fmt.Errorf("unknown fault kind %q (known: %v)", p.Kind, FaultKinds)
+	if _, ok := BackendKind(p.Kind); !ok && !model.FaultKind(p.Kind).View() {
+		return fmt.Errorf("unknown fault kind %q (known: %v and %v)", p.Kind, FaultKinds, model.ViewFaultKinds())
 	}
 	if p.Role == "" {
 		return fmt.Errorf("fault %s names no role (primary, replica, pod or operator)", p.Kind)
 	}
-	if (p.Kind == FaultOperatorCrash || p.Kind == FaultOperatorPartition) != (p.Role == RoleOperator) {
+	if (p.Kind == FaultOperatorCrash || p.Kind == FaultOperatorPartition || model.FaultKind(p.Kind).View()) != (p.Role == RoleOperator) {
 		return fmt.Errorf("fault %s with role %q: the operator kinds, and only they, hit the role operator", p.Kind, p.Role)
 	}
 	if p.Then != nil {

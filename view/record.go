@@ -35,7 +35,8 @@ type Record struct {
 	// Action is what the proxy did: "passed" (unchanged), "withheld" (event
 	// dropped), "delayed" (event held back for the lag), "lagged" (a read
 	// answered at an older resource version), "cut" (the operator's
-	// connections closed after this write), "restarted".
+	// connections closed after this write), "restarted", "expired" (a watch
+	// that withheld events ended with 410 Expired so that the client re-lists).
 	Action string `json:"action"`
 	// Detail says why, or what went wrong.
 	Detail string `json:"detail,omitempty"`
@@ -49,6 +50,23 @@ type recorder struct {
 	enc *json.Encoder
 	seq uint64
 	err error
+	// actions counts the records by action since the last reset.
+	actions map[string]int
+}
+
+// counts returns the records counted by action since the last reset and,
+// with reset, starts counting again.
+func (r *recorder) counts(reset bool) map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]int, len(r.actions))
+	for k, v := range r.actions {
+		out[k] = v
+	}
+	if reset {
+		r.actions = nil
+	}
+	return out
 }
 
 // setWriter sends the following records to w (nil: none) and returns the
@@ -72,6 +90,12 @@ func (r *recorder) add(rec Record) {
 	defer r.mu.Unlock()
 	r.seq++
 	rec.Seq = r.seq
+	if rec.Action != "passed" {
+		if r.actions == nil {
+			r.actions = map[string]int{}
+		}
+		r.actions[rec.Action]++
+	}
 	if rec.Time.IsZero() {
 		rec.Time = time.Now()
 	}

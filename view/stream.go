@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -45,12 +46,46 @@ type queued struct {
 	reached time.Time // when the cluster had reached the event's version
 }
 
+// liveStream is a watch stream being served: whether it withheld an event,
+// and how to end it with an expiry.
+type liveStream struct {
+	withheld bool
+	expire   chan struct{}
+	once     sync.Once
+}
+
+// Resync ends every watch stream that withheld an event with a 410 Expired
+// error event (what the API server sends when a watch fell too far behind):
+// the operator's client re-lists and sees the current state, so what it
+// missed is folded into the state it lists — the coalescing a real watch
+// does, rather than a loss no reconnect repairs. It returns how many
+// streams it ended.
+func (p *Proxy) Resync() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, ls := range p.live {
+		if ls.withheld {
+			ls.once.Do(func() { close(ls.expire) })
+			n++
+		}
+	}
+	return n
+}
+
+// expiredEvent is the watch event that ends a stream the client must re-list.
+var expiredEvent = []byte(`{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the view proxy expired the watch after withholding events: re-list","reason":"Expired","code":410}}` + "\n")
+
 // filterWatch reads a JSON watch stream, withholds the events the rules
 // choose, holds the others back for the lag, and returns what the operator
 // reads. Every event is recorded with what happened to it.
 func (p *Proxy) filterWatch(r *http.Request, st *reqState, body io.ReadCloser) io.ReadCloser {
 	pr, pw := io.Pipe()
 	q := make(chan queued, 4096)
+	ls := &liveStream{expire: make(chan struct{})}
+	p.mu.Lock()
+	p.live[st.stream] = ls
+	p.mu.Unlock()
 	base := Record{Verb: "watch", Stream: st.stream}
 	if ri := st.info; ri != nil {
 		base.Group, base.Resource, base.Namespace = ri.APIGroup, ri.Resource, ri.Namespace
@@ -85,7 +120,7 @@ func (p *Proxy) filterWatch(r *http.Request, st *reqState, body io.ReadCloser) i
 			}
 			rec := base
 			rec.What, rec.Type, rec.Kind, rec.Namespace, rec.Name, rec.ResourceVersion = "watch-event", ev.Type, m.Kind, m.Metadata.Namespace, m.Metadata.Name, m.Metadata.ResourceVersion
-			if why := p.withhold(st, ev.Type, m, prev, ev.Object); why != "" {
+			if why := p.withhold(st, ls, ev.Type, m, prev, ev.Object); why != "" {
 				rec.Action, rec.Detail = "withheld", why
 				p.rec.add(rec)
 				continue
@@ -109,7 +144,31 @@ func (p *Proxy) filterWatch(r *http.Request, st *reqState, body io.ReadCloser) i
 	// the cluster reached it; order is kept.
 	go func() {
 		defer body.Close()
-		for item := range q {
+		defer func() {
+			p.mu.Lock()
+			delete(p.live, st.stream)
+			p.mu.Unlock()
+		}()
+		expire := func() {
+			rec := base
+			rec.What, rec.Type, rec.Action, rec.Detail = "watch-end", "ERROR", "expired", "410 Expired after withheld events: the client re-lists"
+			p.rec.add(rec)
+			_, _ = pw.Write(expiredEvent)
+			pw.Close()
+		}
+		for {
+			var item queued
+			select {
+			case it, ok := <-q:
+				if !ok {
+					pw.Close()
+					return
+				}
+				item = it
+			case <-ls.expire:
+				expire()
+				return
+			}
 			rec := base
 			rec.What, rec.Type, rec.Kind, rec.Namespace, rec.Name, rec.ResourceVersion, rec.Action = "watch-event", item.typ, item.meta.Kind, item.meta.Metadata.Namespace, item.meta.Metadata.Name, item.meta.Metadata.ResourceVersion, "passed"
 			held := time.Duration(0)
@@ -122,6 +181,9 @@ func (p *Proxy) filterWatch(r *http.Request, st *reqState, body io.ReadCloser) i
 				select {
 				case <-time.After(step):
 					held += step
+				case <-ls.expire:
+					expire()
+					return
 				case <-r.Context().Done():
 					pw.CloseWithError(r.Context().Err())
 					return
@@ -136,13 +198,12 @@ func (p *Proxy) filterWatch(r *http.Request, st *reqState, body io.ReadCloser) i
 				return
 			}
 		}
-		pw.Close()
 	}()
 	return pr
 }
 
 // withhold decides whether an event is withheld and says which rule chose it.
-func (p *Proxy) withhold(st *reqState, typ string, m objectMeta, prev, cur json.RawMessage) string {
+func (p *Proxy) withhold(st *reqState, ls *liveStream, typ string, m objectMeta, prev, cur json.RawMessage) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var statusOnly *bool
@@ -156,6 +217,7 @@ func (p *Proxy) withhold(st *reqState, typ string, m objectMeta, prev, cur json.
 		}
 		if w.matches(st.info, typ, m, statusOnly != nil && *statusOnly) {
 			p.withheld[i]++
+			ls.withheld = true
 			return fmt.Sprintf("withhold rule %d (%s)", i+1, w)
 		}
 	}

@@ -73,6 +73,7 @@ type Proxy struct {
 	withheld []int // per Rules.Withhold entry: events withheld so far
 	conns    map[net.Conn]struct{}
 	cutting  bool
+	live     map[uint64]*liveStream // watch streams being served
 }
 
 // errCut is how a response that must not reach the operator ends.
@@ -116,6 +117,7 @@ func Start(ctx context.Context, cfg Config) (*Proxy, error) {
 		infos: &request.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"), GrouplessAPIPrefixes: sets.NewString("api")},
 		clock: newClock(history),
 		conns: map[net.Conn]struct{}{},
+		live:  map[uint64]*liveStream{},
 	}
 	p.bg, p.stopBG = context.WithCancel(context.Background())
 	p.rp = &httputil.ReverseProxy{
@@ -178,8 +180,9 @@ func (p *Proxy) Close() error {
 }
 
 // SetRules replaces the perturbations (the zero Rules: pass through). Counts
-// of withheld events and writes start again.
+// of withheld events and writes start again, and so do Effects.
 func (p *Proxy) SetRules(r Rules) {
+	p.rec.counts(true)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.rules = r
@@ -189,6 +192,11 @@ func (p *Proxy) SetRules(r Rules) {
 		p.crash = &writeCounter{m: *r.CrashAfter}
 	}
 }
+
+// Effects counts what the proxy did to the operator's requests and events
+// since the rules were last set, by Record.Action ("lagged", "delayed",
+// "withheld", "cut", "restarted", "expired", ...; passing is not counted).
+func (p *Proxy) Effects() map[string]int { return p.rec.counts(false) }
 
 // Rules returns the perturbations in force.
 func (p *Proxy) Rules() Rules {
