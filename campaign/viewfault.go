@@ -124,3 +124,20 @@ func effectSummary(kind string, eff map[string]int) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// ViewFaultKinds are the campaign fault kinds of the operator's view.
+var ViewFaultKinds = []string{FaultStaleRead, FaultMissedEvent, FaultCrashAfterWrite}
+
+// CheckViewFaults refuses fault kinds of the operator's view without the view
+// proxy (viewOn: Config.OperatorView), naming the flag that turns it on.
+func CheckViewFaults(kinds []string, viewOn bool) error {
+	if viewOn {
+		return nil
+	}
+	for _, k := range kinds {
+		if viewKind(k) {
+			return fmt.Errorf("fault kind %s perturbs the operator's view: add --operator-view (the embedded cluster only)", k)
+		}
+	}
+	return nil
+}

@@ -12,8 +12,8 @@ import (
 type FaultTarget struct {
 	// Lag is how far behind a stale-read view is (default 5s).
 	Lag time.Duration `json:"lag,omitempty"`
-	// Group and Resource name the API resource whose events are missed or
-	// whose write is crashed after (""; every resource).
+	// Group and Resource name the API resource that lags, whose events are
+	// missed or whose write is crashed after (""; every resource).
 	Group    string `json:"group,omitempty"`
 	Resource string `json:"resource,omitempty"`
 	// Type is the missed event's type (default DELETED); StatusOnly misses
@@ -36,6 +36,8 @@ func (t FaultTarget) String(kind model.FaultKind) string {
 		return err.Error()
 	}
 	switch {
+	case r.Lag > 0 && len(r.LagOnly) > 0:
+		return "operator view of " + r.LagOnly[0].String() + " lagging " + r.Lag.String()
 	case r.Lag > 0:
 		return "operator view lagging " + r.Lag.String()
 	case len(r.Withhold) > 0:
@@ -57,7 +59,11 @@ func RulesFor(kind model.FaultKind, t FaultTarget) (Rules, error) {
 		if lag <= 0 {
 			lag = 5 * time.Second
 		}
-		return Rules{Lag: lag}, nil
+		r := Rules{Lag: lag}
+		if t.Resource != "" {
+			r.LagOnly = []Resource{{Group: t.Group, Resource: t.Resource}}
+		}
+		return r, nil
 	case model.FaultMissedEvent:
 		m := EventMatch{Group: t.Group, Resource: t.Resource, Namespace: t.Namespace, Type: t.Type, StatusOnly: t.StatusOnly}
 		if m.Type == "" && !m.StatusOnly {

@@ -20,6 +20,9 @@ type Rules struct {
 	// API server's compaction interval (5 minutes by default), or reads of the
 	// old version fail with 410 Gone.
 	Lag time.Duration `json:"lag,omitempty"`
+	// LagOnly narrows the lag to reads and watches of these resources (none:
+	// every resource lags).
+	LagOnly []Resource `json:"lagOnly,omitempty"`
 	// Withhold lists the watch events that are dropped (never delivered).
 	Withhold []EventMatch `json:"withhold,omitempty"`
 	// CrashAfter, when set, cuts the operator's connections right after its
@@ -31,6 +34,37 @@ type Rules struct {
 // Active reports whether any perturbation is set.
 func (r Rules) Active() bool {
 	return r.Lag > 0 || len(r.Withhold) > 0 || r.CrashAfter != nil
+}
+
+// Resource names an API resource ("" group: the core group; the resource in
+// the plural, as in URLs).
+type Resource struct {
+	Group    string `json:"group,omitempty"`
+	Resource string `json:"resource"`
+}
+
+// String is group/resource, or the resource alone for the core group.
+func (r Resource) String() string {
+	if r.Group == "" {
+		return r.Resource
+	}
+	return r.Resource + "." + r.Group
+}
+
+// lagFor is the lag in force for a request (or watch stream) ri.
+func (r Rules) lagFor(ri *request.RequestInfo) time.Duration {
+	if r.Lag <= 0 || len(r.LagOnly) == 0 {
+		return r.Lag
+	}
+	if ri == nil {
+		return 0
+	}
+	for _, x := range r.LagOnly {
+		if x.Group == ri.APIGroup && x.Resource == ri.Resource {
+			return r.Lag
+		}
+	}
+	return 0
 }
 
 // EventMatch chooses watch events. Empty fields match anything.

@@ -173,7 +173,7 @@ func (p *Proxy) filterWatch(r *http.Request, st *reqState, body io.ReadCloser) i
 			rec.What, rec.Type, rec.Kind, rec.Namespace, rec.Name, rec.ResourceVersion, rec.Action = "watch-event", item.typ, item.meta.Kind, item.meta.Metadata.Namespace, item.meta.Metadata.Name, item.meta.Metadata.ResourceVersion, "passed"
 			held := time.Duration(0)
 			for {
-				wait := time.Until(item.reached.Add(p.Rules().Lag))
+				wait := time.Until(item.reached.Add(p.Rules().lagFor(st.info)))
 				if wait <= 0 {
 					break
 				}

@@ -263,10 +263,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.record(r, st, "request")
 	}()
 	preferJSON(r.Header)
-	if rules.Lag > 0 && st.info != nil && st.info.IsResourceRequest && st.info.Subresource == "" {
+	if lag := rules.lagFor(st.info); lag > 0 && st.info != nil && st.info.IsResourceRequest && st.info.Subresource == "" {
 		switch st.info.Verb {
 		case "list":
-			if rv, ok := p.lagVersion(r, rules.Lag); ok {
+			if rv, ok := p.lagVersion(r, lag); ok {
 				q := r.URL.Query()
 				q.Set("resourceVersion", rv)
 				q.Set("resourceVersionMatch", "Exact")
@@ -284,7 +284,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case "get":
-			if rv, ok := p.lagVersion(r, rules.Lag); ok {
+			if rv, ok := p.lagVersion(r, lag); ok {
 				st.action, st.detail = "lagged", "get at resourceVersion "+rv
 				p.laggedGet(w, r, st, rv)
 				return
