@@ -192,7 +192,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 
-	r := &runner{cfg: cfg, target: cfg.Target, journal: j, dir: dir, base: plan.Base, lastAppend: new(atomic.Int64), publishesGen: new(atomic.Bool),
+	r := &runner{cfg: cfg, target: cfg.Target, journal: j, dir: dir, base: plan.Base, lastAppend: new(atomic.Int64), publishesGen: new(atomic.Bool), views: newViewPlans(),
 		budget: newBudget(began, cfg.Budget), prior: prior, val: &validator{}, generated: &generatedMasks{},
 		images: &knownImages{target: cfg.Target}}
 	r.oracles = append(append([]oracles.Oracle{}, cfg.Oracles...), cfg.Target.Oracles...)
@@ -870,6 +870,7 @@ func (r *runner) faultDue(ctx context.Context, sess *session, w, index, applied 
 	if o == nil || (len(r.faultKinds) == 0 && len(o.Script) == 0) || applied == 0 || applied%o.Every != 0 {
 		return nil, nil, nil, nil
 	}
+	r.noteViewReference(sess, rec)
 	p := r.nextFault(w, index, applied/o.Every-1)
 	if p.Persistent {
 		return nil, nil, &p, nil

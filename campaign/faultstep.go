@@ -158,7 +158,7 @@ func (r *runner) nextFault(w, index, drawn int) FaultPlan {
 		}
 		return p
 	}
-	return planFault(r.cfg.Seed, w, index, o, r.faultKinds, r.target.SystemMonitor != nil)
+	return r.viewPlanFor(planFault(r.cfg.Seed, w, index, o, r.faultKinds, r.target.SystemMonitor != nil))
 }
 
 // supportedKinds splits the wanted kinds into those inj can inject and the others (with why).

@@ -53,6 +53,8 @@ type kube struct {
 	viewOn  bool
 	view    *view.Proxy
 	viewBuf *bytes.Buffer
+	// lastView is the view record of the last step written (view.go).
+	lastView []byte
 }
 
 func newKube(c cluster.Cluster, log *slog.Logger) (*kube, error) {

@@ -40,13 +40,14 @@ func (k *kube) pointAtView(ctx context.Context, obj map[string]any) error {
 }
 
 // writeViewRecord writes what the view proxy recorded since the previous call
-// to dir/view.jsonl (nothing without a proxy).
+// to dir/view.jsonl (nothing without a proxy) and keeps it as lastView.
 func (k *kube) writeViewRecord(dir string) error {
 	if k.view == nil {
 		return nil
 	}
 	buf := k.viewBuf
 	k.viewBuf = &bytes.Buffer{}
+	k.lastView = buf.Bytes()
 	if err := k.view.SetRecord(k.viewBuf); err != nil {
 		return err
 	}

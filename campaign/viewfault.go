@@ -45,9 +45,13 @@ func supportedView(k string, viewOn, outOfCluster bool) string {
 // operator and holds while the next desired state is declared (Sieve perturbs
 // the reconcile of a change), aimed by the seeded source: a stale read lags
 // 2–6 s, a missed event withholds deletes or status-only updates, a crash
-// strikes after the operator's first to third write.
+// strikes after the operator's first to third write. A plan that has a target
+// (derived from a reference step) keeps it.
 func planView(rng *rand.Rand, p *FaultPlan) {
 	p.Role, p.Persistent = "operator", true
+	if p.View != nil {
+		return
+	}
 	t := &view.FaultTarget{}
 	switch p.Kind {
 	case FaultStaleRead:

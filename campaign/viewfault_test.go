@@ -8,6 +8,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/faults"
 	"github.com/gauntlet-dev/gauntlet/model"
+	"github.com/gauntlet-dev/gauntlet/view"
 )
 
 func TestParseViewFaultKinds(t *testing.T) {
@@ -91,5 +92,40 @@ func TestEffectSummary(t *testing.T) {
 	}
 	if got := effectSummary(string(model.FaultStaleRead), nil); !strings.Contains(got, "nothing perturbed") {
 		t.Errorf("an idle lag: %q", got)
+	}
+}
+
+func TestViewPlansFromReference(t *testing.T) {
+	ref := view.Reference{
+		Writes: []view.WriteMatch{{Verb: "create", Resource: "services"}},
+		Reads:  []view.Resource{{Resource: "services"}},
+		Events: []view.EventMatch{{Resource: "services", Type: "DELETED"}},
+	}
+	r := &runner{views: newViewPlans(), faultKinds: []string{FaultPodKill, FaultCrashAfterWrite, FaultMissedEvent}}
+	if n := r.views.add(ref); n != 3 {
+		t.Fatalf("queued %d plans, want 3", n)
+	}
+	if n := r.views.add(ref); n != 0 {
+		t.Fatalf("a second reference with the same kinds queued %d plans, want none", n)
+	}
+	drawn := FaultPlan{Kind: FaultMissedEvent, Role: "operator", Persistent: true, Pick: 7, Hold: 8e9, View: &view.FaultTarget{StatusOnly: true}}
+	p := r.viewPlanFor(drawn)
+	if p.Kind != FaultCrashAfterWrite || p.View == nil || p.View.Resource != "services" || p.View.Verb != "create" || p.Role != "operator" || !p.Persistent || p.Hold != drawn.Hold || p.Pick != 7 {
+		t.Fatalf("first plan %+v (%+v): want the crash after the service create, held like the drawn fault", p, p.View)
+	}
+	// The stale read is not drawn by this campaign: skipped, the missed delete next.
+	if p = r.viewPlanFor(drawn); p.Kind != FaultMissedEvent || p.View.Type != "DELETED" || p.View.Resource != "services" {
+		t.Fatalf("second plan %+v (%+v): want the missed service delete", p, p.View)
+	}
+	if p = r.viewPlanFor(drawn); !reflect.DeepEqual(p, drawn) {
+		t.Fatalf("with the queue spent the drawn fault stands: %+v", p)
+	}
+	other := FaultPlan{Kind: FaultPodKill, Role: "pod"}
+	r.views.add(view.Reference{Writes: []view.WriteMatch{{Verb: "delete", Resource: "pods"}}})
+	if p = r.viewPlanFor(other); !reflect.DeepEqual(p, other) {
+		t.Fatalf("a fault that is not of the view was replaced: %+v", p)
+	}
+	if p = (&runner{faultKinds: r.faultKinds}).viewPlanFor(drawn); !reflect.DeepEqual(p, drawn) {
+		t.Fatalf("a replay (no plans) replaced the fault: %+v", p)
 	}
 }

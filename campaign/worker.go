@@ -71,6 +71,9 @@ type runner struct {
 	generated *generatedMasks
 	// images are the images the target vouches for (nil for replays).
 	images *knownImages
+	// views are the plans derived from reference steps' view records (nil
+	// for replays: viewplan.go).
+	views *viewPlans
 }
 
 // session is one namespace in which desired states are declared in sequence.

@@ -90,7 +90,7 @@ func (r *recorder) add(rec Record) {
 	defer r.mu.Unlock()
 	r.seq++
 	rec.Seq = r.seq
-	if rec.Action != "passed" {
+	if rec.Action != "passed" && rec.What != "cut" { // a cut is counted on its write's request
 		if r.actions == nil {
 			r.actions = map[string]int{}
 		}
