@@ -507,6 +507,9 @@ func matchValue(d any, key string, v any) (ok, line bool) {
 			return true, false
 		}
 	}
+	if args, ok := stringList(v); ok && nameValueFlags(d, args) {
+		return true, false
+	}
 	if isStructure(d) {
 		return isStructure(v) && contains(d, v), false
 	}
@@ -517,6 +520,9 @@ func matchValue(d any, key string, v any) (ok, line bool) {
 		return false, false
 	}
 	if equivalent(d, v) {
+		return true, false
+	}
+	if flagHolds(d, v) {
 		return true, false
 	}
 	if taggedWith(d, v) {

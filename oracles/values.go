@@ -166,7 +166,8 @@ func duration(s string) (time.Duration, bool) {
 // contains reports whether observed value v reflects desired value d: equivalent
 // primitives; for a map, every key of d is in v with a value that reflects it
 // (v may hold more: server defaults, operator additions); for a list, every
-// element of d is reflected by some element of v.
+// element of d is reflected by some element of v; a distinctive string is
+// also reflected by a flag holding it (flagHolds).
 func contains(d, v any) bool {
 	switch x := d.(type) {
 	case map[string]any:
@@ -214,7 +215,7 @@ func contains(d, v any) bool {
 	if _, ok := v.([]any); ok {
 		return false
 	}
-	return equivalent(d, v)
+	return equivalent(d, v) || flagHolds(d, v)
 }
 
 // isEmpty: nil, "", an empty map or list.
@@ -449,4 +450,104 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// distinctive reports whether a desired string is unlikely to appear by
+// coincidence: five characters or more, a letter among them, not a boolean
+// word (a generated name "gauntlet-xowbr", a host name).
+func distinctive(s string) bool {
+	return len(s) >= 5 && !weak(s) && strings.IndexFunc(s, unicode.IsLetter) >= 0
+}
+
+// flagHolds reports whether an observed string v is a command-line flag
+// ("--cluster.peer=gauntlet-xowbr") whose value is the distinctive desired
+// string d, whatever the flag's name: operators pass a list property on as
+// repeated flags named after the operand's option, not the property
+// (the Prometheus operator's additionalPeers as --cluster.peer).
+func flagHolds(d, v any) bool {
+	ds, ok := d.(string)
+	if !ok || !distinctive(ds) {
+		return false
+	}
+	vs, ok := v.(string)
+	if !ok || !strings.HasPrefix(vs, "-") {
+		return false
+	}
+	name, val, ok := strings.Cut(strings.TrimLeft(vs, "-"), "=")
+	return ok && name != "" && unquote(val) == ds
+}
+
+// nameValueFlags reports whether a desired item {name: N, value: V} (value
+// optional), or a list of such items, is rendered in the argument list args
+// as flags --N=V (or "--N V", or --N alone for an item without a value):
+// pass-through argument lists (the Prometheus operator's additionalArgs).
+func nameValueFlags(d any, args []string) bool {
+	items, ok := d.([]any)
+	if !ok {
+		items = []any{d}
+	}
+	if len(items) == 0 {
+		return false
+	}
+	for _, it := range items {
+		m, ok := it.(map[string]any)
+		if !ok {
+			return false
+		}
+		name, _ := m["name"].(string)
+		if name == "" || len(m) > 2 || (len(m) == 2 && m["value"] == nil) {
+			return false
+		}
+		val, hasVal := m["value"]
+		if !hasVal {
+			if !slices.ContainsFunc(args, func(a string) bool {
+				return strings.HasPrefix(a, "-") && normName(strings.TrimLeft(a, "-")) == normName(name)
+			}) {
+				return false
+			}
+			continue
+		}
+		got, found := exactFlagValue(args, name)
+		if !found || !equivalent(val, got) {
+			return false
+		}
+	}
+	return true
+}
+
+// exactFlagValue is flagValue for a flag's whole name only (any spelling).
+func exactFlagValue(args []string, name string) (string, bool) {
+	nk := normName(name)
+	var val string
+	found := false
+	for i, a := range args {
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
+		n, v, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		switch {
+		case hasValue && normName(n) == nk:
+			val, found = unquote(v), true
+		case !hasValue && normName(n) == nk && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-"):
+			val, found = unquote(args[i+1]), true
+		}
+	}
+	return val, found
+}
+
+// stringList returns v as a list of strings (container args, a command).
+func stringList(v any) ([]string, bool) {
+	l, ok := v.([]any)
+	if !ok || len(l) == 0 {
+		return nil, false
+	}
+	out := make([]string, 0, len(l))
+	for _, e := range l {
+		s, ok := e.(string)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, s)
+	}
+	return out, true
 }

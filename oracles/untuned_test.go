@@ -106,3 +106,55 @@ func TestVersionMatching(t *testing.T) {
 		}
 	}
 }
+
+// alertmanagerArgs are the Alertmanager container's arguments of the untuned
+// Prometheus-operator campaign (seed 1), with extra ones appended.
+func alertmanagerArgs(extra ...string) []any {
+	args := []any{"--config.file=/etc/alertmanager/config_out/alertmanager.env.yaml", "--storage.path=/alertmanager",
+		"--data.retention=120h", "--cluster.listen-address=", "--web.listen-address=:9093", "--web.route-prefix=/",
+		"--cluster.peer=alertmanager-example-0.alertmanager-operated:9094"}
+	for _, e := range extra {
+		args = append(args, e)
+	}
+	return append(args, "--cluster.reconnect-timeout=5m", "--web.config.file=/etc/alertmanager/web_config/web-config.yaml")
+}
+
+// TestConsistencyPassedOnFlags: a generated peer passed on as
+// --cluster.peer=gauntlet-xowbr (seed 1, w2/s12, group 26: "additionalPeers
+// changed to ["gauntlet-xowbr"] but no field of the state reflects it") and
+// a pass-through argument {name, value} rendered --name=value (w4/s7, group
+// 11: "overruled" while the args held it) are reflected.
+func TestConsistencyPassedOnFlags(t *testing.T) {
+	c := NewConsistency(Config{})
+	check := func(prop string, des any, argsBefore, argsAfter []any) []model.Finding {
+		tr := versionTransition("v0.25.0", "v0.25.0")
+		tr.Step.Changed = []string{"spec." + prop}
+		tr.Desired["spec"].(map[string]any)[prop] = des
+		for _, st := range []struct {
+			s    *model.Snapshot
+			args []any
+		}{{tr.Prev, argsBefore}, {tr.Curr, argsAfter}} {
+			setIn(t, st.s.Objects["apps/v1/StatefulSet/ns/alertmanager-example"], "spec.template.spec.containers[0].args", st.args)
+			setIn(t, st.s.Objects["/v1/Pod/ns/alertmanager-example-0"], "spec.containers[0].args", st.args)
+		}
+		tr.Curr.CRObject()["spec"].(map[string]any)[prop] = des
+		return c.Check(context.Background(), tr)
+	}
+	if fs := check("additionalPeers", []any{"gauntlet-xowbr"}, alertmanagerArgs(), alertmanagerArgs("--cluster.peer=gauntlet-xowbr")); len(fs) != 0 {
+		t.Errorf("a peer passed on as --cluster.peer: %q", fs[0].Summary)
+	}
+	if fs := check("additionalPeers", []any{"gauntlet-xowbr"}, alertmanagerArgs(), alertmanagerArgs()); len(fs) != 1 {
+		t.Errorf("a peer not passed on: %d findings, want 1", len(fs))
+	}
+	args := []any{map[string]any{"name": "gauntlet-nz5qp", "value": "gauntlet-dibjn"}}
+	if fs := check("additionalArgs", args, alertmanagerArgs(), alertmanagerArgs("--gauntlet-nz5qp=gauntlet-dibjn")); len(fs) != 0 {
+		t.Errorf("an argument rendered --name=value: %q", fs[0].Summary)
+	}
+	if fs := check("additionalArgs", args, alertmanagerArgs(), alertmanagerArgs("--gauntlet-nz5qp=other")); len(fs) != 1 {
+		t.Errorf("an argument rendered with another value: %d findings, want 1", len(fs))
+	}
+	flagOnly := []any{map[string]any{"name": "web.cors.origin"}}
+	if fs := check("additionalArgs", flagOnly, alertmanagerArgs(), alertmanagerArgs("--web.cors.origin")); len(fs) != 0 {
+		t.Errorf("an argument without a value rendered --name: %q", fs[0].Summary)
+	}
+}
