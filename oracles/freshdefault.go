@@ -59,30 +59,48 @@ func RemovalDefaulted(ctx context.Context, cfg Config, f model.Finding, t *model
 		return CreationAgrees(ctx, cfg, t, fresh)
 	}
 	for _, ev := range fields {
-		obj, ok := fresh.Objects[ev.Object]
-		if !ok {
+		if !freshHolds(fresh, ev) {
 			return false
 		}
-		p, err := jsonv.ParsePath(ev.Path)
-		if err != nil {
-			return false
-		}
+	}
+	return true
+}
+
+// freshHolds reports whether fresh holds ev's value at ev's path: in the
+// object ev names or, when fresh has no object of that name, in an object of
+// the same kind — a state reached through history can keep the value in an
+// object an earlier desired state named (cert-manager leaves the Secret of a
+// previous secretName in place), which the fresh creation makes under the
+// current name.
+func freshHolds(fresh *model.Snapshot, ev model.Evidence) bool {
+	p, err := jsonv.ParsePath(ev.Path)
+	if err != nil {
+		return false
+	}
+	holds := func(obj model.Object) bool {
 		v, ok := jsonv.GetPath(map[string]any(obj), p)
 		if !ok {
 			return false
 		}
 		if key, line := strings.CutPrefix(ev.Detail, stillLineDetail); line {
 			lv, found := textValue(v, key)
-			if !found || lv != ev.Actual {
-				return false
-			}
-			continue
+			return found && lv == ev.Actual
 		}
-		if !sameValue(v, ev.Actual) {
-			return false
+		return sameValue(v, ev.Actual)
+	}
+	if obj, ok := fresh.Objects[ev.Object]; ok {
+		return holds(obj)
+	}
+	k, ok := model.ParseObjectKey(ev.Object)
+	if !ok {
+		return false
+	}
+	for key, obj := range fresh.Objects {
+		if other, parsed := model.ParseObjectKey(key); parsed && other.Kind == k.Kind && other.Group == k.Group && holds(obj) {
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 // IsUnreflected reports whether f is a consistency finding on a property set

@@ -45,6 +45,17 @@ func TestRemovalDefaulted(t *testing.T) {
 			delete(s.Objects, f.Evidence[1].Object)
 			return s
 		}, false},
+		{"the fresh creation makes the object under another name, same value", func(t *testing.T) *model.Snapshot {
+			s := loadSnapshot(t, "s0")
+			renameObject(t, s, f.Evidence[1].Object)
+			return s
+		}, true},
+		{"the fresh creation makes the object under another name, another value", func(t *testing.T) *model.Snapshot {
+			s := loadSnapshot(t, "s0")
+			editConf(t, s, "maxmemory 100mb", "maxmemory 0")
+			renameObject(t, s, f.Evidence[1].Object)
+			return s
+		}, false},
 		{"no fresh creation", func(t *testing.T) *model.Snapshot { return nil }, false},
 	}
 	for _, tt := range tests {
@@ -141,4 +152,16 @@ func TestUnreflectedCreationAgrees(t *testing.T) {
 	if IsUnreflected(mapped) {
 		t.Error("a finding on a declared mapping was taken for one judged by name")
 	}
+}
+
+// renameObject moves the object at key to the same key with another name, as a
+// fresh creation makes an object an earlier desired state named differently.
+func renameObject(t *testing.T, s *model.Snapshot, key string) {
+	t.Helper()
+	obj, ok := s.Objects[key]
+	if !ok {
+		t.Fatalf("no object %s", key)
+	}
+	delete(s.Objects, key)
+	s.Objects[key+"-renamed"] = obj
 }
