@@ -16,6 +16,8 @@ CNPG_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/cloudnative-pg/c
 CNPG_DIR := $(CACHE_DIR)/cnpg/$(CNPG_VERSION)
 PROMOP_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/prometheus-operator/prometheus-operator"{print $$3}' build/prometheus-operator/go.mod)
 PROMOP_DIR := $(CACHE_DIR)/prometheus-operator/$(PROMOP_VERSION)
+REDISOP_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/spotahome/redis-operator"{print $$3}' build/redis-operator/go.mod)
+REDISOP_DIR := $(CACHE_DIR)/redis-operator/$(REDISOP_VERSION)
 CHAOSMESH_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/chaos-mesh/chaos-mesh"{print $$3}' build/chaosmesh/go.mod)
 CHAOSMESH_DIR := $(CACHE_DIR)/chaos-mesh/$(CHAOSMESH_VERSION)
 BIN := bin
@@ -42,7 +44,7 @@ TEST_EVENTS ?= $(CACHE_DIR)/test-events.json
 export GAUNTLET_CACHE_DIR := $(CACHE_DIR)
 export GAUNTLET_OPERATOR_BINARY := $(CURDIR)/$(BIN)/valkey-operator
 
-.PHONY: all deps kind-deps kind-binaries kind-coredns kind-node-image chaosmesh tools controlplane coredns certmanager cnpg prometheus-operator build demo test test-unit bench bench-bugs bench-campaign bench-inputgen findings vet fmt clean
+.PHONY: all deps kind-deps kind-binaries kind-coredns kind-node-image chaosmesh tools controlplane coredns certmanager cnpg prometheus-operator redis-operator build demo test test-unit bench bench-bugs bench-campaign bench-inputgen findings vet fmt clean
 
 all: build
 
@@ -118,6 +120,13 @@ prometheus-operator:
 	@bash build/prometheus-operator/operands.sh
 	@bash build/prometheus-operator/build.sh "$(PROMOP_DIR)"
 
+## redis-operator: build the Spotahome Redis operator from the pinned module, with the release's
+## CRD and install manifest (cached), and install Redis from Debian's packages (the operand of the
+## third-party target targets/examples/redis-operator)
+redis-operator:
+	@bash build/redis-operator/operands.sh
+	@bash build/redis-operator/build.sh "$(REDISOP_DIR)"
+
 ## build: the gauntlet CLI and the bundled Valkey operator
 build:
 	@echo "build: bin/gauntlet bin/valkey-operator" >&2
@@ -138,7 +147,7 @@ demo: deps controlplane coredns build
 # the lane out on a machine that cannot have an engine (its tests then skip, outside CI only).
 KIND ?= on
 KIND_LANE := $(if $(filter on,$(KIND)),kind-node-image chaosmesh)
-test: deps tools controlplane coredns certmanager cnpg prometheus-operator build $(KIND_LANE)
+test: deps tools controlplane coredns certmanager cnpg prometheus-operator redis-operator build $(KIND_LANE)
 	@echo "test: go vet" >&2
 	@$(GO) vet ./...
 	@echo "test: go test ./... (end-to-end tests start real clusters; this takes a few minutes)" >&2

@@ -1,0 +1,30 @@
+package examples
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gauntlet-dev/gauntlet/cluster/local"
+	"github.com/gauntlet-dev/gauntlet/internal/testenv"
+)
+
+// TestE2ERedisOperatorCleanCampaign runs a few desired states of a
+// RedisFailover against the Spotahome Redis operator v1.2.4 (cmd/redisoperator
+// built from its module by `make redis-operator`, the operand Debian's Redis
+// 7.0 as both the Redis servers and the Sentinels, all real processes) and
+// expects no alarm: Redis replicas changed (the operator makes one server the
+// master and the others its replicas) and Sentinel replicas changed (each
+// Sentinel told to monitor the master).
+func TestE2ERedisOperatorCleanCampaign(t *testing.T) {
+	t.Parallel() // its own clusters and state root
+	testenv.NeedE2E(t, local.ControlPlaneBinDir())
+	needBuilt(t, "build it with `make redis-operator`", "${GAUNTLET_CACHE_DIR}/redis-operator/v1.2.4/redis-operator",
+		"${GAUNTLET_CACHE_DIR}/redis-operator/v1.2.4/redis-server")
+	testenv.NeedFile(t, "/usr/bin/redis-server", "install Redis with `make redis-operator` (Debian's redis-server)")
+	testenv.NeedFile(t, "/usr/bin/redis-cli", "install Redis with `make redis-operator` (Debian's redis-tools)")
+	cleanCampaign{name: "Redis operator", target: filepath.Join("redis-operator", "redis-operator.yaml"),
+		properties: []string{"spec.redis.replicas", "spec.sentinel.replicas"},
+		cases:      []string{"spec.redis.replicas#number/change", "spec.sentinel.replicas#number/change"},
+		seed:       1, timeout: 8 * time.Minute, ownLog: "redisfailover"}.run(t)
+}
