@@ -17,9 +17,9 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/bench/bugs"
 	"github.com/gauntlet-dev/gauntlet/campaign"
-	"github.com/gauntlet-dev/gauntlet/cluster/local"
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 	"github.com/gauntlet-dev/gauntlet/internal/testing/bugcampaign"
+	"github.com/gauntlet-dev/gauntlet/internal/testing/localenv"
 	"github.com/gauntlet-dev/gauntlet/model"
 	"github.com/gauntlet-dev/gauntlet/replay"
 	"github.com/gauntlet-dev/gauntlet/reports"
@@ -46,13 +46,7 @@ const gotestAlarm = "testdata/gotest/04-config-default-overrules-user.group.json
 // it must pass.
 func TestE2EGeneratedGoTest(t *testing.T) {
 	t.Parallel() // each campaign has its own clusters (unique names, CIDRs under the host lock) and state root
-	testenv.SkipShort(t)
-	testenv.NeedRoot(t)
-	testenv.NeedE2E(t, local.ControlPlaneBinDir())
-	root, err := targets.FindRepoRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := localenv.Repo(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 
@@ -93,13 +87,7 @@ func TestE2EGeneratedGoTest(t *testing.T) {
 // signature, and pass against the clean one.
 func TestE2EGeneratedGoTestFault(t *testing.T) {
 	t.Parallel() // each run has its own cluster and state root
-	testenv.SkipShort(t)
-	testenv.NeedRoot(t)
-	testenv.NeedE2E(t, local.ControlPlaneBinDir())
-	root, err := targets.FindRepoRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := localenv.Repo(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	const bug = "08-unreachable-primary-keeps-label"
@@ -147,11 +135,7 @@ func TestE2EGeneratedGoTestFault(t *testing.T) {
 // fail; with the clean operator it must pass. It returns both runs' output.
 func runGeneratedGoTest(ctx context.Context, t *testing.T, root string, rep replay.Reproducer, bug string) (buggyOut, cleanOut string) {
 	t.Helper()
-	clean := os.Getenv("GAUNTLET_OPERATOR_BINARY")
-	if clean == "" {
-		clean = filepath.Join(root, "bin", "valkey-operator")
-	}
-	testenv.NeedFile(t, clean, "run `make build`")
+	clean := localenv.Operator(t, root)
 	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
 	testenv.NeedFile(t, goBin, "the go command that runs this test")
 	var src bytes.Buffer

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/cluster/local"
 	"github.com/gauntlet-dev/gauntlet/inputgen"
+	"github.com/gauntlet-dev/gauntlet/internal/operatorbin"
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 	"github.com/gauntlet-dev/gauntlet/model"
 	"github.com/gauntlet-dev/gauntlet/targets"
@@ -52,12 +53,9 @@ func resumeConfig(out, stateRoot string, log *slog.Logger) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	bin := os.Getenv("GAUNTLET_OPERATOR_BINARY")
-	if bin == "" {
-		bin = filepath.Join(root, "bin", "valkey-operator")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		return Config{}, fmt.Errorf("operator binary not built (run `make build`): %w", err)
+	bin, err := operatorbin.Find(root)
+	if err != nil {
+		return Config{}, err
 	}
 	tg, err := targets.Valkey(root)
 	if err != nil {

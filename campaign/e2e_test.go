@@ -12,7 +12,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/cluster/local"
 	"github.com/gauntlet-dev/gauntlet/inputgen"
-	"github.com/gauntlet-dev/gauntlet/internal/testenv"
+	"github.com/gauntlet-dev/gauntlet/internal/testing/localenv"
 	"github.com/gauntlet-dev/gauntlet/model"
 	"github.com/gauntlet-dev/gauntlet/targets"
 )
@@ -31,20 +31,8 @@ func TestMain(m *testing.M) {
 // valkey target and a provider.
 func e2eSetup(t *testing.T) (*targets.Target, local.Provider) {
 	t.Helper()
-	testenv.SkipShort(t)
-	testenv.NeedRoot(t)
-	testenv.NeedE2E(t, local.ControlPlaneBinDir())
-	root, err := targets.FindRepoRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := os.Getenv("GAUNTLET_OPERATOR_BINARY")
-	if bin == "" {
-		bin = filepath.Join(root, "bin", "valkey-operator")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		testenv.Unavailable(t, "operator binary not built (run `make build`): %v", err)
-	}
+	root := localenv.Repo(t)
+	bin := localenv.Operator(t, root)
 	tg, err := targets.Valkey(root)
 	if err != nil {
 		t.Fatal(err)

@@ -17,7 +17,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/cluster/local"
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
-	"github.com/gauntlet-dev/gauntlet/targets"
+	"github.com/gauntlet-dev/gauntlet/internal/testing/localenv"
 )
 
 func TestRemovalPatch(t *testing.T) {
@@ -80,11 +80,7 @@ func TestEmptyObjectPaths(t *testing.T) {
 // value: "null": spec.auth in body must be of type object"); the exploratory
 // campaign then fell back to re-creating the custom resource.
 func TestE2EApplyEmptyObject(t *testing.T) {
-	testenv.NeedE2E(t, local.ControlPlaneBinDir())
-	root, err := targets.FindRepoRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := localenv.Repo(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -13,10 +13,8 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/bench/bugs"
 	"github.com/gauntlet-dev/gauntlet/campaign"
-	"github.com/gauntlet-dev/gauntlet/cluster/local"
-	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 	"github.com/gauntlet-dev/gauntlet/internal/testing/buildcache"
-	"github.com/gauntlet-dev/gauntlet/targets"
+	"github.com/gauntlet-dev/gauntlet/internal/testing/localenv"
 )
 
 // Find returns the seeded bug name of the repository at root.
@@ -49,13 +47,7 @@ func Operator(ctx context.Context, t testing.TB, root, patch string) string {
 // configuration, the result and the results folder.
 func Run(ctx context.Context, t *testing.T, name string, patched, minimize bool, n int, backend ...func(*campaign.Config, string)) (campaign.Config, *campaign.Result, string) {
 	t.Helper()
-	testenv.SkipShort(t)
-	testenv.NeedRoot(t)
-	testenv.NeedE2E(t, local.ControlPlaneBinDir())
-	root, err := targets.FindRepoRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := localenv.Repo(t)
 	bug := Find(t, root, name)
 	dir := t.TempDir()
 	if d := os.Getenv("GAUNTLET_E2E_KEEP"); d != "" {
