@@ -65,13 +65,7 @@ func TestAvailabilityFigure(t *testing.T) {
 
 func TestAvailability(t *testing.T) {
 	planned := func(t *testing.T, tr *model.Transition) { tr.Step.Kind, tr.Step.Faults = model.StepApply, nil }
-	cases := []struct {
-		name    string
-		fixture string
-		cfg     Config
-		edit    func(t *testing.T, tr *model.Transition)
-		want    expectation
-	}{
+	runFixtureCases(t, "availability", func(c Config) Oracle { return NewAvailability(c) }, []fixtureCase{
 		{
 			// A careful rolling restart with a switchover: 96.6%.
 			name: "planned-above-default", fixture: "rolling-restart",
@@ -146,18 +140,7 @@ func TestAvailability(t *testing.T) {
 		{
 			name: "no-history", fixture: "clean-failover", edit: func(t *testing.T, tr *model.Transition) { planned(t, tr); tr.History = nil },
 		},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			tr := recorded(t, c.fixture)
-			if c.edit != nil {
-				c.edit(t, tr)
-			}
-			fs := run(NewAvailability(c.cfg), tr)
-			c.want.check(t, fs)
-			checkGolden(t, "availability", c.name, fs)
-		})
-	}
+	})
 }
 
 func TestLongestOutage(t *testing.T) {

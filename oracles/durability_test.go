@@ -153,13 +153,14 @@ func TestDurability(t *testing.T) {
 		}}
 		tr.Samples = nil
 	}
-	cases := []struct {
-		name    string
-		fixture string
-		cfg     Config
-		edit    func(t *testing.T, tr *model.Transition)
-		want    expectation
-	}{
+	fewFacts := func(t *testing.T, fs []model.Finding) {
+		for _, f := range fs {
+			if n := len(f.Evidence); n > maxLostKeys+1 {
+				t.Errorf("%d facts, want at most %d keys and a count of the others", n, maxLostKeys)
+			}
+		}
+	}
+	runFixtureCases(t, "durability", func(c Config) Oracle { return NewDurability(c) }, []fixtureCase{
 		{name: "clean-failover", fixture: "clean-failover"},
 		{name: "planned-switchover", fixture: "rolling-restart"},
 		{
@@ -194,23 +195,7 @@ func TestDurability(t *testing.T) {
 			name: "no-history", fixture: "lost-acked-write",
 			edit: func(t *testing.T, tr *model.Transition) { tr.History = nil },
 		},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			tr := recorded(t, c.fixture)
-			if c.edit != nil {
-				c.edit(t, tr)
-			}
-			fs := run(NewDurability(c.cfg), tr)
-			c.want.check(t, fs)
-			for _, f := range fs {
-				if n := len(f.Evidence); n > maxLostKeys+1 {
-					t.Errorf("%d facts, want at most %d keys and a count of the others", n, maxLostKeys)
-				}
-			}
-			checkGolden(t, "durability", c.name, fs)
-		})
-	}
+	}, fewFacts)
 }
 
 // The loss found on two steps (and with other keys) is one signature.

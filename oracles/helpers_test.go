@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -148,6 +149,8 @@ func checkGolden(t testing.TB, dir, name string, v any) {
 type expectation struct {
 	n        int      // number of findings
 	contains []string // substrings, each in some finding's summary
+	detail   string   // a substring of the first fact of every finding
+	pods     []string // the pods the first finding's evidence names, in order
 }
 
 func (e expectation) check(t *testing.T, fs []model.Finding) {
@@ -173,6 +176,21 @@ func (e expectation) check(t *testing.T, fs []model.Finding) {
 	for _, f := range fs {
 		if f.Signature == "" || f.Summary == "" || len(f.Evidence) == 0 || f.Oracle == "" || f.Severity == "" {
 			t.Errorf("finding lacks signature, summary, evidence, oracle or severity: %+v", f)
+			continue
+		}
+		if e.detail != "" && !strings.Contains(f.Evidence[0].Detail, e.detail) {
+			t.Errorf("%s: first fact %q lacks %q", f.Summary, f.Evidence[0].Detail, e.detail)
+		}
+	}
+	if len(e.pods) > 0 {
+		var pods []string
+		for _, ev := range fs[0].Evidence {
+			if k, ok := model.ParseObjectKey(ev.Object); ok && k.Kind == "Pod" {
+				pods = append(pods, k.Name)
+			}
+		}
+		if !slices.Equal(pods, e.pods) {
+			t.Errorf("evidence names pods %v, want %v", pods, e.pods)
 		}
 	}
 }

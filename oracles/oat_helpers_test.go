@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"github.com/gauntlet-dev/gauntlet/model"
 )
 
@@ -70,3 +71,36 @@ func member(t testing.TB, s *model.SystemSample, pod string) *model.Member {
 
 // at is t0 plus ms milliseconds.
 func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+
+// fixtureCase is a table case judged on a recorded scenario (recorded): edit
+// changes the transition first (its desired states are copies), the oracle is
+// built from cfg, want is asserted and the findings are pinned in a golden file.
+type fixtureCase struct {
+	name    string
+	fixture string
+	cfg     Config
+	edit    func(t *testing.T, tr *model.Transition)
+	want    expectation
+}
+
+// runFixtureCases runs each case as a subtest with the oracle newOracle builds,
+// pinning its findings in testdata/golden/<dir>/<name>.json; each of also
+// checks every case's findings further.
+func runFixtureCases(t *testing.T, dir string, newOracle func(Config) Oracle, cases []fixtureCase, also ...func(t *testing.T, fs []model.Finding)) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tr := recorded(t, c.fixture)
+			tr.Desired, tr.PrevDesired = jsonv.CopyMap(tr.Desired), jsonv.CopyMap(tr.PrevDesired)
+			if c.edit != nil {
+				c.edit(t, tr)
+			}
+			fs := run(newOracle(c.cfg), tr)
+			c.want.check(t, fs)
+			for _, check := range also {
+				check(t, fs)
+			}
+			checkGolden(t, dir, c.name, fs)
+		})
+	}
+}

@@ -1,23 +1,14 @@
 package oracles
 
 import (
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"github.com/gauntlet-dev/gauntlet/model"
 )
 
 func TestSplitBrain(t *testing.T) {
-	cases := []struct {
-		name    string
-		fixture string
-		cfg     Config
-		edit    func(t *testing.T, tr *model.Transition)
-		want    expectation
-		detail  string // in the first fact of every finding
-	}{
+	runFixtureCases(t, "split-brain", func(c Config) Oracle { return NewSplitBrain(c) }, []fixtureCase{
 		{
 			// Promoted and labelled before the old primary was demoted: both
 			// served writes for most of a second.
@@ -26,8 +17,7 @@ func TestSplitBrain(t *testing.T) {
 				"split brain: cache-0 and cache-1 reported the primary role at once, both reachable (reading taken 10:03:01.101)",
 				"split brain: cache-0 and cache-1 were labelled valkey.gauntlet.dev/role=primary at once",
 				"split brain: client Service cache selected cache-0 and cache-1 at once",
-			}},
-			detail: "first seen in the reading taken 10:03:01.101; seen in",
+			}, detail: "first seen in the reading taken 10:03:01.101; seen in"},
 		},
 		{
 			// The old primary is frozen while the replica is promoted: unreachable,
@@ -125,31 +115,13 @@ func TestSplitBrain(t *testing.T) {
 				tr.Step.TimedOut = true
 				tr.Samples = append(tr.Samples, *cloneSample(t, tr.Curr.System))
 			},
-			want:   expectation{n: 3},
-			detail: "of 35 readings",
+			want: expectation{n: 3, detail: "of 35 readings"},
 		},
 		{
 			name: "no-readings", fixture: "split-brain",
 			edit: func(t *testing.T, tr *model.Transition) { tr.Samples, tr.Curr.System = nil, nil },
 		},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			tr := recorded(t, c.fixture)
-			tr.Desired, tr.PrevDesired = jsonv.CopyMap(tr.Desired), jsonv.CopyMap(tr.PrevDesired)
-			if c.edit != nil {
-				c.edit(t, tr)
-			}
-			fs := run(NewSplitBrain(c.cfg), tr)
-			c.want.check(t, fs)
-			for _, f := range fs {
-				if c.detail != "" && !strings.Contains(f.Evidence[0].Detail, c.detail) {
-					t.Errorf("%s: first fact %q lacks %q", f.Summary, f.Evidence[0].Detail, c.detail)
-				}
-			}
-			checkGolden(t, "split-brain", c.name, fs)
-		})
-	}
+	})
 }
 
 // The readings are judged in time order whatever order they come in, and the

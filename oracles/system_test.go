@@ -10,14 +10,7 @@ import (
 )
 
 func TestSystemState(t *testing.T) {
-	cases := []struct {
-		name     string
-		fixture  string
-		cfg      Config
-		edit     func(t *testing.T, tr *model.Transition)
-		want     expectation
-		evidence []string // pods the first finding's evidence must name, in order
-	}{
+	runFixtureCases(t, "system-state", func(c Config) Oracle { return NewSystemState(c) }, []fixtureCase{
 		{
 			// Users' spellings ("100mb", "ALLKEYS-LRU", "Ex", "YES", a partial
 			// client-output-buffer-limit) against what the servers report.
@@ -71,8 +64,7 @@ func TestSystemState(t *testing.T) {
 		},
 		{
 			name: "two-primaries", fixture: "two-primaries",
-			want:     expectation{n: 1, contains: []string{"2 primaries after convergence: cache-0 and cache-2 report the primary role"}},
-			evidence: []string{"cache-0", "cache-2"},
+			want: expectation{n: 1, contains: []string{"2 primaries after convergence: cache-0 and cache-2 report the primary role"}, pods: []string{"cache-0", "cache-2"}},
 		},
 		{
 			name: "no-primary", fixture: "converged",
@@ -84,8 +76,7 @@ func TestSystemState(t *testing.T) {
 		},
 		{
 			name: "replica-link-down", fixture: "link-down",
-			want:     expectation{n: 1, contains: []string{"replication link to the primary cache-0 down after convergence: cache-2 (1 of 2 members)"}},
-			evidence: []string{"cache-2"},
+			want: expectation{n: 1, contains: []string{"replication link to the primary cache-0 down after convergence: cache-2 (1 of 2 members)"}, pods: []string{"cache-2"}},
 		},
 		{
 			// A replica left fenced (replicating from a closed local port) and one
@@ -97,8 +88,7 @@ func TestSystemState(t *testing.T) {
 				r = member(t, tr.Curr.System, "cache-2")
 				r.Follows = "10.244.0.9:6379"
 			},
-			want:     expectation{n: 1, contains: []string{"replicas not following the primary cache-0 after convergence: 2 of 2 members (cache-1, cache-2)"}},
-			evidence: []string{"cache-1", "cache-2"},
+			want: expectation{n: 1, contains: []string{"replicas not following the primary cache-0 after convergence: 2 of 2 members (cache-1, cache-2)"}, pods: []string{"cache-1", "cache-2"}},
 		},
 		{
 			// Replicas configured with the primary's DNS name follow it.
@@ -200,35 +190,7 @@ func TestSystemState(t *testing.T) {
 			},
 			want: expectation{n: 1, contains: []string{"the primary did not stay put after convergence: cache-0 → cache-1 (changed once during the stability window)"}},
 		},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			tr := recorded(t, c.fixture)
-			tr.Desired = jsonv.CopyMap(tr.Desired)
-			if c.edit != nil {
-				c.edit(t, tr)
-			}
-			fs := run(NewSystemState(c.cfg), tr)
-			c.want.check(t, fs)
-			if len(c.evidence) > 0 {
-				var pods []string
-				for _, e := range fs[0].Evidence {
-					if k, ok := model.ParseObjectKey(e.Object); ok && k.Kind == "Pod" {
-						pods = append(pods, k.Name)
-					}
-				}
-				if len(pods) != len(c.evidence) {
-					t.Fatalf("evidence names pods %v, want %v", pods, c.evidence)
-				}
-				for i := range pods {
-					if pods[i] != c.evidence[i] {
-						t.Errorf("evidence names pods %v, want %v", pods, c.evidence)
-					}
-				}
-			}
-			checkGolden(t, "system-state", c.name, fs)
-		})
-	}
+	})
 }
 
 // Signatures name the key, not the values: the same drift with other values
