@@ -22,26 +22,14 @@ type BackupInput struct {
 // same journal semantics as Step: ensure the claim, wait for the cluster's
 // primary, run a snapshot pod against it, record its path, size and checksum.
 func StepBackup(in BackupInput, resp Response, s State) (State, Request) {
-	if s.Results == nil {
-		s.Results = map[string]Response{}
-	}
-	if s.Pending != "" {
-		s.Results[s.Pending] = resp
-		s.Pending = ""
-	}
-	if s.Steps >= MaxSteps {
-		return s, Request{Kind: Done, Err: ErrTooManySteps, RequeueAfter: time.Second}
-	}
-	p := &backupPass{pass: pass{s: &s, in: Input{Now: in.Now}}}
-	if in.Backup != nil {
-		p.stored = in.Backup.DeepCopy()
-		p.b = in.Backup.DeepCopy()
-	}
-	req := p.runBackup()
-	if req.Kind != Done {
-		s.Steps++
-	}
-	return s, req
+	return step(resp, s, func(s *State) Request {
+		p := &backupPass{pass: pass{s: s, in: Input{Now: in.Now}}}
+		if in.Backup != nil {
+			p.stored = in.Backup.DeepCopy()
+			p.b = in.Backup.DeepCopy()
+		}
+		return p.runBackup()
+	})
 }
 
 type backupPass struct {

@@ -141,6 +141,13 @@ var ErrTooManySteps = errors.New("machine: the pass did not converge within the 
 // Step is the pure transition: it records resp as the answer to the pending
 // request, replays the pass, and returns the next request.
 func Step(in Input, resp Response, s State) (State, Request) {
+	return step(resp, s, func(s *State) Request { return newPass(in, s).run() })
+}
+
+// step is the journal handling every reconciler's transition shares: it
+// records resp as the answer to the pending request, ends a pass that used up
+// MaxSteps, runs the replay and counts the step unless the pass is done.
+func step(resp Response, s State, replay func(*State) Request) (State, Request) {
 	if s.Results == nil {
 		s.Results = map[string]Response{}
 	}
@@ -151,8 +158,7 @@ func Step(in Input, resp Response, s State) (State, Request) {
 	if s.Steps >= MaxSteps {
 		return s, Request{Kind: Done, Err: ErrTooManySteps, RequeueAfter: time.Second}
 	}
-	p := newPass(in, &s)
-	req := p.run()
+	req := replay(&s)
 	if req.Kind != Done {
 		s.Steps++
 	}

@@ -103,32 +103,40 @@ echo "$sum  %[4]s" > %[3]s/%[4]s.sha256
 echo "%[5]s$sum $size" > /dev/termination-log || true
 echo "%[5]s$sum $size"
 `, conf.Port, tls, BackupMount, BackupFile, ResultPrefix)
-	grace := int64(10)
-	no := false
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: BackupPodName(b), Namespace: b.Namespace, Labels: backupLabels(b),
 			OwnerReferences: []metav1.OwnerReference{BackupOwnerReference(b)}},
-		Spec: corev1.PodSpec{
-			RestartPolicy:                 corev1.RestartPolicyNever,
-			TerminationGracePeriodSeconds: &grace,
-			SecurityContext:               c.Spec.PodSecurityContext,
-			AutomountServiceAccountToken:  &no,
-			EnableServiceLinks:            &no,
-			ImagePullSecrets:              c.Spec.ImagePullSecrets,
-			Tolerations:                   c.Spec.Scheduling.Tolerations,
-			NodeSelector:                  c.Spec.Scheduling.NodeSelector,
-			Volumes:                       volumes,
-			Containers: []corev1.Container{{
-				Name:                     "snapshot",
-				Image:                    c.Spec.Image,
-				ImagePullPolicy:          c.Spec.ImagePullPolicy,
-				Command:                  shell(script),
-				Env:                      []corev1.EnvVar{{Name: "PRIMARY_IP", Value: primaryIP}},
-				SecurityContext:          c.Spec.ContainerSecurityContext,
-				VolumeMounts:             mounts,
-				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-			}},
-		},
+		Spec: oneShotPodSpec(c, 10, volumes, corev1.Container{
+			Name:         "snapshot",
+			Command:      shell(script),
+			Env:          []corev1.EnvVar{{Name: "PRIMARY_IP", Value: primaryIP}},
+			VolumeMounts: mounts,
+		}),
+	}
+}
+
+// oneShotPodSpec is the spec of a pod the operator runs beside a cluster (the
+// backup's snapshot, the restore's server): never restarted, with the
+// cluster's image, security contexts, pull secrets and scheduling, no
+// service-account token or service links, and the container's termination
+// message falling back to its log.
+func oneShotPodSpec(c *v1alpha1.ValkeyCluster, grace int64, volumes []corev1.Volume, ctr corev1.Container) corev1.PodSpec {
+	no := false
+	ctr.Image = c.Spec.Image
+	ctr.ImagePullPolicy = c.Spec.ImagePullPolicy
+	ctr.SecurityContext = c.Spec.ContainerSecurityContext
+	ctr.TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
+	return corev1.PodSpec{
+		RestartPolicy:                 corev1.RestartPolicyNever,
+		TerminationGracePeriodSeconds: &grace,
+		SecurityContext:               c.Spec.PodSecurityContext,
+		AutomountServiceAccountToken:  &no,
+		EnableServiceLinks:            &no,
+		ImagePullSecrets:              c.Spec.ImagePullSecrets,
+		Tolerations:                   c.Spec.Scheduling.Tolerations,
+		NodeSelector:                  c.Spec.Scheduling.NodeSelector,
+		Volumes:                       volumes,
+		Containers:                    []corev1.Container{ctr},
 	}
 }
 
@@ -167,8 +175,6 @@ cd %[1]s
 echo "%[2]s  %[3]s" | sha256sum -c -
 exec "$srv" %[4]s --bind '*' '-::*' --protected-mode no --dir %[1]s --dbfilename %[3]s --save '' --appendonly no --repl-diskless-sync yes --repl-diskless-sync-delay 0%[5]s
 `, BackupMount, sum, b.Status.Path, tlsServerArgs(c), auth)
-	grace := int64(5)
-	no := false
 	labels := map[string]string{
 		v1alpha1.LabelName: "valkey-restore", v1alpha1.LabelInstance: c.Name,
 		v1alpha1.LabelManagedBy: v1alpha1.ManagedBy, v1alpha1.LabelComponent: "restore",
@@ -176,26 +182,11 @@ exec "$srv" %[4]s --bind '*' '-::*' --protected-mode no --dir %[1]s --dbfilename
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: RestorePodName(c), Namespace: c.Namespace, Labels: labels,
 			OwnerReferences: []metav1.OwnerReference{OwnerReference(c)}},
-		Spec: corev1.PodSpec{
-			RestartPolicy:                 corev1.RestartPolicyNever,
-			TerminationGracePeriodSeconds: &grace,
-			SecurityContext:               c.Spec.PodSecurityContext,
-			AutomountServiceAccountToken:  &no,
-			EnableServiceLinks:            &no,
-			ImagePullSecrets:              c.Spec.ImagePullSecrets,
-			Tolerations:                   c.Spec.Scheduling.Tolerations,
-			NodeSelector:                  c.Spec.Scheduling.NodeSelector,
-			Volumes:                       volumes,
-			Containers: []corev1.Container{{
-				Name:                     ContainerValkey,
-				Image:                    c.Spec.Image,
-				ImagePullPolicy:          c.Spec.ImagePullPolicy,
-				Command:                  shell(script),
-				Ports:                    []corev1.ContainerPort{{Name: PortNameValkey, ContainerPort: conf.Port, Protocol: corev1.ProtocolTCP}},
-				SecurityContext:          c.Spec.ContainerSecurityContext,
-				VolumeMounts:             mounts,
-				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-			}},
-		},
+		Spec: oneShotPodSpec(c, 5, volumes, corev1.Container{
+			Name:         ContainerValkey,
+			Command:      shell(script),
+			Ports:        []corev1.ContainerPort{{Name: PortNameValkey, ContainerPort: conf.Port, Protocol: corev1.ProtocolTCP}},
+			VolumeMounts: mounts,
+		}),
 	}
 }
