@@ -3,6 +3,7 @@ package resources
 import (
 	"flag"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -339,4 +340,16 @@ func TestRestrictedProfile(t *testing.T) {
 			t.Errorf("hostPath volume %s", v.Name)
 		}
 	}
+}
+
+// TestGoldenBackupPods pins the pods a backup and a restore run beside the
+// full cluster (its image, contexts, pull secrets, scheduling, secrets).
+func TestGoldenBackupPods(t *testing.T) {
+	c := full().Defaulted()
+	b := &v1alpha1.ValkeyBackup{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: c.Namespace, UID: "5a1b2c3d-1111-4222-8333-944455556666"},
+		Spec: v1alpha1.ValkeyBackupSpec{ClusterName: c.Name}}
+	checkGolden(t, "backup/snapshot-pod", MakeBackupPod(b, c, "10.244.1.7"))
+	b.Status = v1alpha1.ValkeyBackupStatus{PersistentVolumeClaim: BackupClaimName(b), Path: BackupFile,
+		Checksum: ResultPrefix + strings.Repeat("ab", 32)}
+	checkGolden(t, "backup/restore-pod", MakeRestorePod(c, b))
 }
