@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"github.com/gauntlet-dev/gauntlet/model"
 	"github.com/gauntlet-dev/gauntlet/oracles"
 )
@@ -239,28 +240,9 @@ func rebase(s *model.Snapshot, from, to string) *model.Snapshot {
 	}
 	out := *s
 	out.Objects = map[string]model.Object{}
-	var fix func(v any) any
-	fix = func(v any) any {
-		switch x := v.(type) {
-		case map[string]any:
-			m := make(map[string]any, len(x))
-			for k, c := range x {
-				m[strings.ReplaceAll(k, from, to)] = fix(c)
-			}
-			return m
-		case []any:
-			l := make([]any, len(x))
-			for i, c := range x {
-				l[i] = fix(c)
-			}
-			return l
-		case string:
-			return strings.ReplaceAll(x, from, to)
-		}
-		return v
-	}
+	replace := func(s string) string { return strings.ReplaceAll(s, from, to) }
 	for k, o := range s.Objects {
-		out.Objects[strings.ReplaceAll(k, from, to)] = fix(o).(map[string]any)
+		out.Objects[replace(k)] = jsonv.MapStrings(o, replace).(map[string]any)
 	}
 	out.CR = strings.ReplaceAll(s.CR, from, to)
 	return &out

@@ -175,16 +175,16 @@ func ReadPlan(r io.Reader) (*Plan, error) {
 	normalizeNumbers(p.Base)
 	for _, tc := range p.TestCases {
 		for i := range tc.Setup {
-			tc.Setup[i].Value = normalizeValue(tc.Setup[i].Value)
+			tc.Setup[i].Value = jsonv.Normalize(tc.Setup[i].Value)
 		}
 		for j := range tc.Steps {
 			for i := range tc.Steps[j].Changes {
-				tc.Steps[j].Changes[i].Value = normalizeValue(tc.Steps[j].Changes[i].Value)
+				tc.Steps[j].Changes[i].Value = jsonv.Normalize(tc.Steps[j].Changes[i].Value)
 			}
 		}
 		for i := range tc.Preconditions {
-			tc.Preconditions[i].Value = normalizeValue(tc.Preconditions[i].Value)
-			tc.Preconditions[i].Default = normalizeValue(tc.Preconditions[i].Default)
+			tc.Preconditions[i].Value = jsonv.Normalize(tc.Preconditions[i].Value)
+			tc.Preconditions[i].Default = jsonv.Normalize(tc.Preconditions[i].Default)
 		}
 	}
 	p.states = map[string][]map[string]any{}
@@ -210,31 +210,8 @@ func ReadPlanFile(path string) (*Plan, error) {
 
 func normalizeNumbers(m map[string]any) {
 	for k, v := range m {
-		m[k] = normalizeValue(v)
+		m[k] = jsonv.Normalize(v)
 	}
-}
-
-// normalizeValue turns json.Number into int64 or float64, recursively.
-func normalizeValue(v any) any {
-	switch x := v.(type) {
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i
-		}
-		f, _ := x.Float64()
-		return f
-	case map[string]any:
-		for k, e := range x {
-			x[k] = normalizeValue(e)
-		}
-		return x
-	case []any:
-		for i, e := range x {
-			x[i] = normalizeValue(e)
-		}
-		return x
-	}
-	return v
 }
 
 // writeValue writes v as compact JSON (map keys sorted).

@@ -3,6 +3,8 @@ package monitors
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -93,10 +95,7 @@ func (m *ValkeyMonitor) Name() string { return "valkey" }
 // Close closes every cached connection. The monitor must not be used afterwards.
 func (m *ValkeyMonitor) Close() {
 	m.mu.Lock()
-	nss := make([]string, 0, len(m.pools))
-	for ns := range m.pools {
-		nss = append(nss, ns)
-	}
+	nss := slices.Collect(maps.Keys(m.pools))
 	m.mu.Unlock()
 	for _, ns := range nss {
 		m.Forget(ns)

@@ -435,27 +435,7 @@ func renameIn(v any, rename map[string]string) any {
 		}
 		return s
 	}
-	var walk func(v any) any
-	walk = func(v any) any {
-		switch n := v.(type) {
-		case map[string]any:
-			out := make(map[string]any, len(n))
-			for k, c := range n {
-				out[one(k)] = walk(c)
-			}
-			return out
-		case []any:
-			out := make([]any, len(n))
-			for i, c := range n {
-				out[i] = walk(c)
-			}
-			return out
-		case string:
-			return one(n)
-		}
-		return v
-	}
-	return walk(v)
+	return jsonv.MapStrings(v, one)
 }
 
 func pairViews(as, bs []*objView) []objPair {

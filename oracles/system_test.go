@@ -2,6 +2,7 @@ package oracles
 
 import (
 	"context"
+	"maps"
 	"testing"
 	"time"
 
@@ -244,22 +245,11 @@ func cloneSample(t testing.TB, s *model.SystemSample) *model.SystemSample {
 	c.Members = append([]model.Member(nil), s.Members...)
 	for i := range c.Members {
 		m := &c.Members[i]
-		m.Labels = copyStrings(m.Labels)
-		m.Config = copyStrings(m.Config)
+		m.Labels = maps.Clone(m.Labels)
+		m.Config = maps.Clone(m.Config)
 	}
 	c.Selected = append([]string(nil), s.Selected...)
 	return &c
-}
-
-func copyStrings(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 func TestFollows(t *testing.T) {

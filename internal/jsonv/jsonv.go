@@ -14,21 +14,65 @@ import (
 	"github.com/go-openapi/jsonpointer"
 )
 
-// Copy deep-copies a JSON-like value. Numbers of other Go types are normalised to int64/float64.
-func Copy(v any) any {
+// Map returns a copy of a JSON-like value, its maps and lists rebuilt, with
+// every map key passed through key and every other value through leaf (a nil
+// function keeps what it would change).
+func Map(v any, key func(string) string, leaf func(any) any) any {
 	switch x := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[k] = Copy(e)
+			if key != nil {
+				k = key(k)
+			}
+			out[k] = Map(e, key, leaf)
 		}
 		return out
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = Copy(e)
+			out[i] = Map(e, key, leaf)
 		}
 		return out
+	}
+	if leaf == nil {
+		return v
+	}
+	return leaf(v)
+}
+
+// MapStrings returns a copy of a JSON-like value with f applied to every map
+// key and every string.
+func MapStrings(v any, f func(string) string) any {
+	return Map(v, f, func(l any) any {
+		if s, ok := l.(string); ok {
+			return f(s)
+		}
+		return l
+	})
+}
+
+// Normalize returns a copy of a value decoded with UseNumber whose json.Numbers
+// are int64 (or float64 when not integral).
+func Normalize(v any) any {
+	return Map(v, nil, func(l any) any {
+		n, ok := l.(json.Number)
+		if !ok {
+			return l
+		}
+		if i, err := n.Int64(); err == nil {
+			return i
+		}
+		f, _ := n.Float64()
+		return f
+	})
+}
+
+// Copy deep-copies a JSON-like value. Numbers of other Go types are normalised to int64/float64.
+func Copy(v any) any { return Map(v, nil, copyLeaf) }
+
+func copyLeaf(v any) any {
+	switch x := v.(type) {
 	case int:
 		return int64(x)
 	case int32:

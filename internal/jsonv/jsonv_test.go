@@ -2,6 +2,8 @@ package jsonv
 
 import (
 	"encoding/json"
+	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -146,5 +148,28 @@ func TestAsInt(t *testing.T) {
 		if _, ok := AsInt(v); ok {
 			t.Errorf("AsInt(%#v) is ok, want not an integer", v)
 		}
+	}
+}
+
+func TestNormalize(t *testing.T) {
+	v := map[string]any{"i": json.Number("3"), "f": json.Number("1.5"), "l": []any{json.Number("-2"), "s", map[string]any{"n": json.Number("1e3")}}}
+	want := map[string]any{"i": int64(3), "f": 1.5, "l": []any{int64(-2), "s", map[string]any{"n": 1000.0}}}
+	if got := Normalize(v); !reflect.DeepEqual(got, want) {
+		t.Errorf("Normalize = %#v, want %#v", got, want)
+	}
+	if got := Normalize(json.Number("7")); got != int64(7) {
+		t.Errorf("Normalize(7) = %#v", got)
+	}
+}
+
+func TestMapStrings(t *testing.T) {
+	v := map[string]any{"ns-a": []any{"in ns-a", int64(1), map[string]any{"k": "ns-a/x"}}}
+	got := MapStrings(v, func(s string) string { return strings.ReplaceAll(s, "ns-a", "ns-b") })
+	want := map[string]any{"ns-b": []any{"in ns-b", int64(1), map[string]any{"k": "ns-b/x"}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("MapStrings = %#v, want %#v", got, want)
+	}
+	if _, ok := v["ns-a"]; !ok {
+		t.Error("MapStrings changed its input")
 	}
 }

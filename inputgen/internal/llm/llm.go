@@ -25,6 +25,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/gauntlet-dev/gauntlet/internal/atomicfile"
+	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 )
 
 // ErrNotConfigured is returned when a value is not cached and no endpoint is configured.
@@ -134,9 +135,9 @@ func New(cfg Config, log *slog.Logger) (*Client, error) {
 				return nil, fmt.Errorf("LLM cache %s has version %d, want 1", cfg.CacheFile, f.Version)
 			}
 			for k, e := range f.Entries {
-				e.Values = normalizeList(e.Values)
+				e.Values, _ = jsonv.Normalize(e.Values).([]any)
 				for ek, ev := range e.Entries {
-					e.Entries[ek] = normalize(ev)
+					e.Entries[ek] = jsonv.Normalize(ev)
 				}
 				c.cache[k] = e
 			}
@@ -369,7 +370,8 @@ func parseArray(s string) ([]any, error) {
 	if err := dec.Decode(&out); err != nil {
 		return nil, fmt.Errorf("%w: %v in %q", ErrBadAnswer, err, truncate(s))
 	}
-	return normalizeList(out), nil
+	out, _ = jsonv.Normalize(out).([]any)
+	return out, nil
 }
 
 func parseObject(s string) (map[string]any, error) {
@@ -384,7 +386,7 @@ func parseObject(s string) (map[string]any, error) {
 		return nil, fmt.Errorf("%w: %v in %q", ErrBadAnswer, err, truncate(s))
 	}
 	for k, v := range out {
-		out[k] = normalize(v)
+		out[k] = jsonv.Normalize(v)
 	}
 	return out, nil
 }
@@ -394,30 +396,4 @@ func truncate(s string) string {
 		return s[:200] + "..."
 	}
 	return s
-}
-
-func normalizeList(l []any) []any {
-	for i, v := range l {
-		l[i] = normalize(v)
-	}
-	return l
-}
-
-// normalize turns json.Number into int64 or float64, recursively.
-func normalize(v any) any {
-	switch x := v.(type) {
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i
-		}
-		f, _ := x.Float64()
-		return f
-	case map[string]any:
-		for k, e := range x {
-			x[k] = normalize(e)
-		}
-	case []any:
-		return normalizeList(x)
-	}
-	return v
 }

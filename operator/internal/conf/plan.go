@@ -80,24 +80,13 @@ func nonEmpty(m map[string]string) map[string]string {
 
 // Clone returns a deep copy.
 func (a Applied) Clone() Applied {
-	out := Applied{Config: clone(a.Config), Effective: clone(a.Effective), Defaults: clone(a.Defaults)}
+	out := Applied{Config: maps.Clone(a.Config), Effective: maps.Clone(a.Effective), Defaults: maps.Clone(a.Defaults)}
 	out.RestartKeys = append([]string(nil), a.RestartKeys...)
 	if a.Rejected != nil {
 		out.Rejected = make(map[string]Rejection, len(a.Rejected))
 		for k, v := range a.Rejected {
 			out.Rejected[k] = v
 		}
-	}
-	return out
-}
-
-func clone(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
 	}
 	return out
 }

@@ -3,9 +3,11 @@ package machine
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -45,10 +47,7 @@ func newRealServers(t *testing.T) *realServers {
 	t.Cleanup(func() {
 		r.pool.Close()
 		r.mu.Lock()
-		ips := make([]string, 0, len(r.srv))
-		for ip := range r.srv {
-			ips = append(ips, ip)
-		}
+		ips := slices.Collect(maps.Keys(r.srv))
 		r.mu.Unlock()
 		for _, ip := range ips {
 			r.kill(ip)

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -236,15 +238,17 @@ func (p *provider) find(namespace, name string) (*podWorker, bool) {
 	return found, found != nil
 }
 
+// close marks the provider closed and returns its pod workers.
+func (p *provider) close() []*podWorker {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	return slices.Collect(maps.Values(p.byUID))
+}
+
 // quiesce stops reporting anything to the API: the node is going down.
 func (p *provider) quiesce() {
-	p.mu.Lock()
-	p.closed = true
-	ws := make([]*podWorker, 0, len(p.byUID))
-	for _, w := range p.byUID {
-		ws = append(ws, w)
-	}
-	p.mu.Unlock()
+	ws := p.close()
 	for _, w := range ws {
 		w.mu.Lock()
 		w.silent = true
@@ -255,13 +259,7 @@ func (p *provider) quiesce() {
 // shutdown stops every pod quickly and removes their sandboxes, without
 // touching the API.
 func (p *provider) shutdown(ctx context.Context) error {
-	p.mu.Lock()
-	p.closed = true
-	ws := make([]*podWorker, 0, len(p.byUID))
-	for _, w := range p.byUID {
-		ws = append(ws, w)
-	}
-	p.mu.Unlock()
+	ws := p.close()
 	for _, w := range ws {
 		w.shutdown()
 	}
