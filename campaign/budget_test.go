@@ -1,12 +1,11 @@
 package campaign
 
 import (
-	"bytes"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/gauntlet-dev/gauntlet/internal/testing/testio"
 	"github.com/gauntlet-dev/gauntlet/model"
 )
 
@@ -64,46 +63,28 @@ func TestBudget(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for one writer and one reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) lines() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return strings.Count(s.b.String(), "\n")
-}
-
 // In a log (not a terminal) progress prints a line when steps finish and a
 // heartbeat after a silence, never a line per tick.
 func TestProgressInALog(t *testing.T) {
-	out := &syncBuffer{}
+	out := &testio.Buffer{}
 	p := newProgress(Config{Progress: out}, 10)
 	p.tick, p.heartbeat = 5*time.Millisecond, time.Hour
 	stop := p.start()
 	defer stop()
 	p.done.Add(1)
-	waitFor(t, func() bool { return out.lines() == 1 }, "a line after the first step")
+	waitFor(t, func() bool { return strings.Count(out.String(), "\n") == 1 }, "a line after the first step")
 	time.Sleep(50 * time.Millisecond) // ten ticks without change
-	if n := out.lines(); n != 1 {
+	if n := strings.Count(out.String(), "\n"); n != 1 {
 		t.Fatalf("%d lines after ticks without progress, want 1", n)
 	}
 	p.alarms.Add(1)
-	waitFor(t, func() bool { return out.lines() == 2 }, "a line after an alarm")
+	waitFor(t, func() bool { return strings.Count(out.String(), "\n") == 2 }, "a line after an alarm")
 	stop()
 	p2 := newProgress(Config{Progress: out}, 10)
 	p2.tick, p2.heartbeat = 5*time.Millisecond, 20*time.Millisecond
 	stop2 := p2.start()
 	defer stop2()
-	waitFor(t, func() bool { return out.lines() >= 3 }, "a heartbeat after a silence")
+	waitFor(t, func() bool { return strings.Count(out.String(), "\n") >= 3 }, "a heartbeat after a silence")
 }
 
 func waitFor(t *testing.T, cond func() bool, what string) {

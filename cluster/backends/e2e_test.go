@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/internal/operatorbin"
+	"github.com/gauntlet-dev/gauntlet/internal/testing/testio"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,13 +32,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
 // TestE2EKubeconfigBackEnd runs a short clean campaign of the bundled Valkey
 // operator with --backend kubeconfig on an embedded cluster that the campaign
 // reaches only through a copy of its kubeconfig: steps run, no alarm, pod kills
@@ -54,7 +48,7 @@ func TestE2EKubeconfigBackEnd(t *testing.T) {
 	if err != nil {
 		testenv.Unavailable(t, "%v", err)
 	}
-	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := slog.New(slog.NewTextHandler(testio.LogWriter(t), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if os.Getenv("GAUNTLET_E2E_LOG") != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
@@ -99,7 +93,7 @@ func TestE2EKubeconfigBackEnd(t *testing.T) {
 	tg.Properties = []string{"spec.replicas", "spec.config"}
 	cases := map[string]bool{"spec.replicas#replicas/scale-up-down": true, "spec.config#config/add-key": true}
 	out := filepath.Join(t.TempDir(), "results")
-	cfg := campaign.Config{Target: tg, Provider: existing, Workers: 1, Seed: 7, OutDir: out, Progress: testWriter{t}, Stability: time.Second,
+	cfg := campaign.Config{Target: tg, Provider: existing, Workers: 1, Seed: 7, OutDir: out, Progress: testio.LogWriter(t), Stability: time.Second,
 		NoMinimize: true, Budget: 2 * time.Minute, Logger: log,
 		Faults:     &campaign.FaultOptions{Kinds: []string{campaign.FaultPodKill, campaign.FaultContainerCrash}, Every: 1},
 		CaseFilter: func(tc *inputgen.TestCase) bool { return cases[tc.ID] }}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/internal/pidfile"
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
+	"github.com/gauntlet-dev/gauntlet/internal/testing/testio"
 )
 
 func TestMain(m *testing.M) {
@@ -812,7 +813,7 @@ func TestExec(t *testing.T) {
 	})
 
 	t.Run("tty held by a background child", func(t *testing.T) {
-		var out syncBuffer
+		var out testio.Buffer
 		t0 := time.Now()
 		code, err := p.Exec(context.Background(), ExecOptions{
 			Argv: sh("trap '' HUP; sleep 60 & echo bg"), TTY: true, Stdout: &out,
@@ -1037,7 +1038,7 @@ func TestFollowRunningContainer(t *testing.T) {
 	waitLog(t, spec.LogPath, "line1")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out syncBuffer
+	var out testio.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- ReadLogs(ctx, spec.LogPath, LogOptions{Tail: -1, Follow: true, Timestamps: true}, &out)

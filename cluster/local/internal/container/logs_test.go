@@ -10,9 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/gauntlet-dev/gauntlet/internal/testing/testio"
 )
 
 const sampleLog = `2024-01-01T00:00:01Z stdout F one
@@ -101,24 +102,6 @@ func TestTailLargeLog(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestReadLogsFollow(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "f.log")
 	l, err := openLog(path)
@@ -129,7 +112,7 @@ func TestReadLogsFollow(t *testing.T) {
 	l.write("stdout", tagFull, []byte("before"))
 
 	ctx, cancel := context.WithCancel(context.Background())
-	var out syncBuffer
+	var out testio.Buffer
 	done := make(chan error, 1)
 	go func() { done <- ReadLogs(ctx, path, LogOptions{Tail: 1, Follow: true}, &out) }()
 
