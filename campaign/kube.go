@@ -53,8 +53,9 @@ type kube struct {
 	viewOn  bool
 	view    *view.Proxy
 	viewBuf *bytes.Buffer
-	// lastView is the view record of the last step written (view.go).
-	lastView []byte
+	// lastView is the view record of the last step written; viewPending
+	// what was taken from the proxy since (view.go).
+	lastView, viewPending []byte
 }
 
 func newKube(c cluster.Cluster, log *slog.Logger) (*kube, error) {

@@ -439,6 +439,7 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 			Stability: stab, Reference: in.reference, Masks: s.r.masksNow(), Samples: samples, History: hist,
 			Baseline: s.baseline, BaselineDesired: s.baselineD}
 		tr.Step, tr.Desired = declared(&rec.Step, rec.Current, in.desired)
+		tr.OperatorView = s.operatorView(rec.Faults)
 		if in.recreate && err == nil && refusal == nil {
 			if f := s.learnGenerated(ctx, tr); f != nil {
 				findings = append(findings, *f)

@@ -248,6 +248,29 @@ type Transition struct {
 	// step's start to the snapshot, then the read-backs (OpVerify) of every write
 	// acknowledged so far in the session.
 	History *History
+	// OperatorView is what the view proxy between the operator and the API
+	// server saw of the operator during the step (nil without the proxy).
+	OperatorView *OperatorView
+}
+
+// OperatorView is the operator's side of a step as the view proxy saw it.
+type OperatorView struct {
+	// Faults are the faults of the operator's view held during the step.
+	Faults []FaultKind `json:"faults,omitempty"`
+	// Writes are the operator's writes the API server accepted, in order.
+	Writes []ViewWrite `json:"writes,omitempty"`
+}
+
+// ViewWrite is one write of the operator's: its verb and the API resource
+// (plural, as in URLs) and object it named.
+type ViewWrite struct {
+	Verb        string    `json:"verb"`
+	Group       string    `json:"group,omitempty"`
+	Resource    string    `json:"resource"`
+	Subresource string    `json:"subresource,omitempty"`
+	Namespace   string    `json:"namespace,omitempty"`
+	Name        string    `json:"name,omitempty"`
+	Time        time.Time `json:"time"`
 }
 
 // Severity ranks findings.

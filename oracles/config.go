@@ -220,7 +220,8 @@ func (c Config) Validate() error {
 // Default returns the built-in oracles configured by cfg — health, consistency,
 // differential, recovery, stability, and the OAT-layer system-state, split-brain,
 // availability and durability (which do nothing on transitions without monitor
-// samples or workload histories) — followed by cfg.Custom. Settings that do
+// samples or workload histories), roll safety and the stale view (nothing
+// without a fault of the operator's view) — followed by cfg.Custom. Settings that do
 // not parse are ignored (check them with Config.Validate first). The built-in
 // oracles keep no state between calls: one set serves every worker concurrently.
 func Default(cfg Config) []Oracle {
@@ -235,6 +236,7 @@ func Default(cfg Config) []Oracle {
 		NewAvailability(cfg),
 		NewDurability(cfg),
 		NewRollSafety(cfg),
+		StaleView{},
 	}
 	return append(out, cfg.Custom...)
 }

@@ -301,7 +301,7 @@ func TestDefaultAndRun(t *testing.T) {
 	for _, o := range os {
 		names = append(names, o.Name())
 	}
-	if want := "health,consistency,differential,recovery,stability,system-state,split-brain,availability,durability,roll-safety,valkey-roles"; strings.Join(names, ",") != want {
+	if want := "health,consistency,differential,recovery,stability,system-state,split-brain,availability,durability,roll-safety,stale-view,valkey-roles"; strings.Join(names, ",") != want {
 		t.Fatalf("Default names = %v, want %s", names, want)
 	}
 	s := loadSnapshot(t, "s0")

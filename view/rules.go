@@ -104,6 +104,9 @@ type WriteMatch struct {
 // writeVerbs are the request verbs that change the cluster.
 var writeVerbs = map[string]bool{"create": true, "update": true, "patch": true, "delete": true, "deletecollection": true}
 
+// IsWriteVerb reports whether a request verb changes the cluster.
+func IsWriteVerb(verb string) bool { return writeVerbs[verb] }
+
 // isWrite reports whether a request changes the cluster.
 func isWrite(ri *request.RequestInfo) bool {
 	return ri != nil && ri.IsResourceRequest && writeVerbs[ri.Verb]

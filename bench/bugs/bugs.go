@@ -60,6 +60,10 @@ type Bug struct {
 	// faults hold (0: the campaign default).
 	Faults []campaign.FaultPlan
 	Hold   time.Duration
+	// ViewFaults are fault kinds of the operator's view the campaign draws
+	// (untuned: the view proxy on, the faults aimed by plans derived from the
+	// campaign's own reference steps); nil: none.
+	ViewFaults []string
 	// Examples are example CRs added to the target's, whose values the plan
 	// mines: they steer a generated case to a value the bug needs (a node
 	// selector naming a node of the embedded cluster rather than a generated
@@ -85,6 +89,10 @@ func (b Bug) Apply(cfg *campaign.Config) {
 	}
 	if len(b.Faults) > 0 {
 		cfg.Faults = &campaign.FaultOptions{Script: b.Faults, Hold: b.Hold}
+	}
+	if len(b.ViewFaults) > 0 {
+		cfg.OperatorView = true
+		cfg.Faults = &campaign.FaultOptions{Kinds: b.ViewFaults, Hold: b.Hold}
 	}
 	cfg.Target.Examples = append(cfg.Target.Examples, b.Examples...)
 }
@@ -171,6 +179,15 @@ var catalog = map[string]Bug{
 		Examples: []map[string]any{NodeSelectorExample()},
 		Trigger: Trigger{What: "a valid step that adds a spec.scheduling.nodeSelector key with a prefix (a key holding \"/\")",
 			Changes: []Change{{Path: "spec.scheduling.nodeSelector", NewKey: "/"}}}},
+	// The window between the acknowledging status write and the StatefulSet's
+	// update is milliseconds wide: a crash at a random moment (operator-crash)
+	// almost never lands in it; a crash after the operator's first status write
+	// of a step, derived from a reference step's view record, always does.
+	"11-scale-acknowledged-before-done": {Pattern: "a status written before the change it records is made (Sieve's intermediate states)",
+		Cases: []string{"spec.replicas#replicas/scale-up-down"}, Expect: []string{"consistency", "health"},
+		ViewFaults: []string{campaign.FaultCrashAfterWrite},
+		Trigger: Trigger{What: "a crash-after-write right after the operator's status write in a step that changes spec.replicas",
+			Faults: []FaultTrigger{{Kind: campaign.FaultCrashAfterWrite}}}},
 }
 
 // Load lists the seeded bugs under repoRoot/Dir, in name order.
@@ -199,10 +216,15 @@ func Load(repoRoot string) ([]Bug, error) {
 // Clean is the clean operator's campaigns: the union of the fault-free bugs'
 // test cases at the small seed ("clean"), and, when bugs use faults or a larger
 // seed, the union of those bugs' cases with all their fault scripts at the
-// largest seed ("clean-faults").
+// largest seed ("clean-faults"), and the bugs drawing faults of the
+// operator's view with all their kinds ("clean-view").
 func Clean(bs []Bug) []Bug {
-	var plain, oat []Bug
+	var plain, oat, views []Bug
 	for _, b := range bs {
+		if len(b.ViewFaults) > 0 {
+			views = append(views, b)
+			continue
+		}
 		if len(b.Faults) > 0 || b.Replicas > 0 {
 			oat = append(oat, b)
 		} else {
@@ -214,6 +236,19 @@ func Clean(bs []Bug) []Bug {
 		c := Bug{Name: "clean-faults", Pattern: "the clean operator under faults", Cases: CleanCases(oat), Examples: cleanExamples(oat), Spec: cleanSpec(oat)}
 		for _, b := range oat {
 			c.Faults = append(c.Faults, b.Faults...)
+			c.Replicas = max(c.Replicas, b.Replicas)
+			c.Hold = max(c.Hold, b.Hold)
+		}
+		out = append(out, c)
+	}
+	if len(views) > 0 {
+		c := Bug{Name: "clean-view", Pattern: "the clean operator under faults of its view", Cases: CleanCases(views), Examples: cleanExamples(views), Spec: cleanSpec(views)}
+		for _, b := range views {
+			for _, k := range b.ViewFaults {
+				if !slices.Contains(c.ViewFaults, k) {
+					c.ViewFaults = append(c.ViewFaults, k)
+				}
+			}
 			c.Replicas = max(c.Replicas, b.Replicas)
 			c.Hold = max(c.Hold, b.Hold)
 		}

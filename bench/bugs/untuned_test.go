@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -219,7 +220,7 @@ func TestCatalogTriggers(t *testing.T) {
 		}
 		for _, f := range tr.Faults {
 			known := false
-			for _, k := range campaign.DefaultFaultKinds {
+			for _, k := range append(slices.Clone(campaign.DefaultFaultKinds), campaign.ViewFaultKinds...) {
 				known = known || k == f.Kind
 			}
 			if !known {
