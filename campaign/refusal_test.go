@@ -81,6 +81,9 @@ func TestOperatorReportedRefusal(t *testing.T) {
 		}()},
 		"no failure reason": {healthy, alertmanagerCR(9, [4]string{"Available", "False", "NoPodReady", "pod alertmanager-example-0: containers with incomplete status"})},
 		"no message":        {healthy, alertmanagerCR(9, [4]string{"Reconciled", "False", "ReconciliationFailed", ""})},
+		// A state the system passes through, not a refusal: the bundled
+		// operator's Ready=False while it promotes a replica.
+		"failing over": {healthy, alertmanagerCR(9, [4]string{"Ready", "False", "FailingOver", "primary cache-0 is down; promoting cache-1"})},
 	} {
 		if got := operatorReported(tc[0], tc[1]); got != "" {
 			t.Errorf("%s: operatorReported = %q, want none", name, got)

@@ -522,8 +522,9 @@ func misoperationWhy(timedOut bool, rules, envLimits []func() string) string {
 
 // failedReason matches condition reasons with which operators say they could
 // not bring the system to a desired state (ReconciliationFailed, SyncError,
-// ConfigRejected, InvalidSpec...).
-var failedReason = regexp.MustCompile(`(?i)fail|error|reject|invalid|refus|unsupported`)
+// ConfigRejected, InvalidSpec...) — not a state the system passes through
+// (FailingOver, the bundled operator's reason while it promotes a replica).
+var failedReason = regexp.MustCompile(`(?i)fail(ed|ure)|error|reject|invalid|refus|unsupported`)
 
 // operatorReported says, in the operator's own words, why a step's desired
 // state was not carried out: after the step the custom resource carries a
