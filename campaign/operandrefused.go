@@ -139,9 +139,12 @@ var inventedValue = regexp.MustCompile(`gauntlet-[a-z][a-z0-9]{3,}`)
 // --web.timeout=6, which Alertmanager refuses: "time: missing unit in
 // duration "6"").
 //
+// The operator's own pods (those labelled with every label of operator) do
+// not count: an operator that fails on any input is its bug.
+//
 // logs returns a container's current or previous log ("" when it cannot be
 // read). Empty when no such container is seen.
-func operandRefusedInvented(prevD, d model.Object, changed []string, snap *model.Snapshot, logs func(pod, container string, previous bool) string) string {
+func operandRefusedInvented(prevD, d model.Object, changed []string, snap *model.Snapshot, operator map[string]string, logs func(pod, container string, previous bool) string) string {
 	if snap == nil || logs == nil {
 		return ""
 	}
@@ -161,6 +164,9 @@ func operandRefusedInvented(prevD, d model.Object, changed []string, snap *model
 	for _, tc := range troubled(snap) {
 		if !tc.restarted && tc.exitCode == -1 {
 			continue // waiting to start, not refusing anything yet
+		}
+		if labelled(snap, tc.pod, operator) {
+			continue
 		}
 		for _, previous := range []bool{false, true} {
 			if previous && !tc.restarted {
@@ -182,6 +188,27 @@ func operandRefusedInvented(prevD, d model.Object, changed []string, snap *model
 		}
 	}
 	return ""
+}
+
+// labelled reports whether the snapshot's pod named pod carries every label
+// of sel (false for an empty sel).
+func labelled(snap *model.Snapshot, pod string, sel map[string]string) bool {
+	if len(sel) == 0 {
+		return false
+	}
+	for _, o := range snap.Objects {
+		if o["kind"] != "Pod" || get(o, "metadata", "name") != pod {
+			continue
+		}
+		ls, _ := get(o, "metadata", "labels").(map[string]any)
+		for k, v := range sel {
+			if ls[k] != v {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // terminationMessages are the messages of a container's current and last

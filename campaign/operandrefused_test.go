@@ -81,31 +81,37 @@ func TestOperandRefusedInvented(t *testing.T) {
 	}
 	flagLine := "prometheus-alertmanager: error: unknown long flag '--gauntlet-nz5qp', try --help"
 	d := alertmanagerSpec(map[string]any{"additionalArgs": []any{map[string]any{"name": "gauntlet-nz5qp", "value": "gauntlet-dibjn"}}})
-	got := operandRefusedInvented(prev, d, []string{"spec.additionalArgs"}, crashingPod(""), logsOf(flagLine+"\n"))
+	got := operandRefusedInvented(prev, d, []string{"spec.additionalArgs"}, crashingPod(""), nil, logsOf(flagLine+"\n"))
 	if !strings.Contains(got, `spec.additionalArgs[0].name = "gauntlet-nz5qp"`) || !strings.Contains(got, "unknown long flag") {
 		t.Fatalf("the generated flag: operandRefusedInvented = %q", got)
 	}
 	// The termination message alone says it when the log cannot be read.
-	if got := operandRefusedInvented(prev, d, []string{"spec.additionalArgs"}, crashingPod(flagLine), logsOf("")); got == "" {
+	if got := operandRefusedInvented(prev, d, []string{"spec.additionalArgs"}, crashingPod(flagLine), nil, logsOf("")); got == "" {
 		t.Fatal("the generated flag named by the termination message only: not recognised")
 	}
 	// Seed 2: clusterAdvertiseAddress: gauntlet-gudjd.
 	addr := alertmanagerSpec(map[string]any{"clusterAdvertiseAddress": "gauntlet-gudjd"})
-	if got := operandRefusedInvented(prev, addr, []string{"spec.clusterAdvertiseAddress"}, crashingPod(""),
+	if got := operandRefusedInvented(prev, addr, []string{"spec.clusterAdvertiseAddress"}, crashingPod(""), nil,
 		logsOf(`level=error component=cluster err="couldn't deduce an advertise address: address gauntlet-gudjd: missing port in address"`)); got == "" {
 		t.Fatal("a generated address the operand refuses: not recognised")
 	}
 
 	bugB := "prometheus-alertmanager: error: time: missing unit in duration \"6\", try --help"
 	web := alertmanagerSpec(map[string]any{"web": map[string]any{"timeout": int64(6)}})
-	if got := operandRefusedInvented(prev, web, []string{"spec.web"}, crashingPod(bugB), logsOf(bugB)); got != "" {
+	if got := operandRefusedInvented(prev, web, []string{"spec.web"}, crashingPod(bugB), nil, logsOf(bugB)); got != "" {
 		t.Fatalf("operator bug B (a valid integer rendered as a duration) labelled a misoperation: %q", got)
+	}
+	// The operator failing on a generated value is its bug.
+	op := crashingPod(flagLine)
+	op.Objects["/v1/Pod/ns/alertmanager-example-0"]["metadata"].(map[string]any)["labels"] = map[string]any{"app": "operator", "x": "y"}
+	if got := operandRefusedInvented(prev, d, []string{"spec.additionalArgs"}, op, map[string]string{"app": "operator"}, logsOf(flagLine)); got != "" {
+		t.Fatalf("the operator's own pod failing: %q", got)
 	}
 	// A generated value in the log of a container that is fine is no refusal.
 	healthy := crashingPod("")
 	cs := healthy.Objects["/v1/Pod/ns/alertmanager-example-0"]["status"].(map[string]any)["containerStatuses"].([]any)
 	healthy.Objects["/v1/Pod/ns/alertmanager-example-0"]["status"].(map[string]any)["containerStatuses"] = cs[1:]
-	if got := operandRefusedInvented(prev, d, []string{"spec.additionalArgs"}, healthy, logsOf(flagLine)); got != "" {
+	if got := operandRefusedInvented(prev, d, []string{"spec.additionalArgs"}, healthy, nil, logsOf(flagLine)); got != "" {
 		t.Fatalf("no container fails: %q", got)
 	}
 }

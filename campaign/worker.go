@@ -463,7 +463,13 @@ func (s *session) run(ctx context.Context, in stepInput) (*StepRecord, *model.Sn
 			},
 			func() string { return rootRefused(in.prevDesired, in.desired, in.changed, snap) },
 			func() string { return missingReferenced(in.prevDesired, in.desired, in.changed, snap) },
-			func() string { return operandRefusedInvented(in.prevDesired, in.desired, in.changed, snap, logOf) },
+			func() string {
+				var operator map[string]string
+				if s.env != nil && s.env.kube != nil {
+					operator = s.env.kube.opLabels
+				}
+				return operandRefusedInvented(in.prevDesired, in.desired, in.changed, snap, operator, logOf)
+			},
 			func() string { return unplaceable(in.prevDesired, in.desired, in.changed, snap) },
 		}, []func() string{
 			func() string { return unpullable(in.desired, in.changed, snap) },
