@@ -25,6 +25,7 @@ rule=(FORWARD -i gt+ -o gt+ -m physdev --physdev-is-bridged -m comment --comment
 here="$(cd "$(dirname "$0")/.." && pwd)"
 runccaps="$logdir/runccaps"
 
+source "$(dirname "${BASH_SOURCE[0]}")/lib/apt.sh"
 say() { echo "kind-deps: $*" >&2; }
 die() { say "$*"; exit 1; }
 
@@ -40,20 +41,11 @@ if [[ ${#need[@]} -gt 0 ]]; then
   command -v apt-get >/dev/null 2>&1 ||
     die "missing ${need[*]} and no apt-get here: install Docker (dockerd, containerd, runc) and iptables by hand"
   if ! apt-cache show docker.io >/dev/null 2>&1; then
-    say "apt-get update (once)..."
-    apt-get update -qq
+    apt_update kind-deps
   fi
-  say "installing ${need[*]} (Debian's Docker engine; its service is not started by the package)..."
-  # The packages' maintainer scripts would start dockerd and containerd: refuse with a
-  # temporary policy-rc.d (kept if one already exists) so the firewall rules go in first.
-  policy=/usr/sbin/policy-rc.d
-  created_policy=0
-  if [[ ! -e $policy ]]; then
-    printf '#!/bin/sh\nexit 101\n' > "$policy"; chmod +x "$policy"; created_policy=1
-  fi
-  trap '[[ $created_policy == 1 ]] && rm -f "$policy"' EXIT
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >&2
-  if [[ $created_policy == 1 ]]; then rm -f "$policy"; created_policy=0; fi
+  # The packages' maintainer scripts would start dockerd and containerd: apt_install
+  # refuses that, so the firewall rules go in first (Debian's Docker engine).
+  apt_install kind-deps "${need[@]}"
   say "installed ${need[*]}"
 else
   say "docker engine and iptables present"

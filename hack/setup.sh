@@ -7,6 +7,7 @@
 # - nftables (pod network rules), iproute2 and util-linux (nsenter);
 # - chromium, for the test that renders report.html headless.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/apt.sh"
 need=()
 command -v valkey-server >/dev/null 2>&1 || need+=(server)
 command -v nft >/dev/null 2>&1 || need+=(nftables)
@@ -18,14 +19,7 @@ if [[ ${#need[@]} -eq 0 ]]; then
   echo "setup: system packages present" >&2
   exit 0
 fi
-if [[ $(id -u) -ne 0 ]]; then
-  echo "setup: missing ${need[*]}; run as root (apt-get needs it): sudo make deps" >&2
-  exit 1
-fi
-if ! command -v apt-get >/dev/null 2>&1; then
-  echo "setup: missing ${need[*]} and no apt-get here: install valkey-server (or redis-server), nftables, iproute2, util-linux and chromium by hand" >&2
-  exit 1
-fi
+apt_can_install setup "${need[*]}" deps "install valkey-server (or redis-server), nftables, iproute2, util-linux and chromium by hand"
 # bookworm ships Valkey only in bookworm-backports; enable that suite (backports keep
 # apt's priority 100, so only packages asked for by name come from it).
 codename="$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")"
@@ -35,8 +29,7 @@ if [[ " ${need[*]} " == *" server "* && $codename == bookworm && ! -e $backports
   echo "setup: enabling bookworm-backports for valkey-server 8 ($backports)" >&2
   printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' > "$backports"
 fi
-echo "setup: apt-get update (once)..." >&2
-apt-get update -qq
+apt_update setup
 pkgs=()
 for n in "${need[@]}"; do
   if [[ $n == server ]]; then
@@ -53,13 +46,5 @@ for n in "${need[@]}"; do
   fi
 done
 if [[ ${#pkgs[@]} -eq 0 ]]; then exit 0; fi
-echo "setup: installing ${pkgs[*]}..." >&2
-# Keep the packages' system services from starting: clusters run their own servers.
-policy=/usr/sbin/policy-rc.d
-created_policy=0
-if [[ ! -e $policy ]]; then
-  printf '#!/bin/sh\nexit 101\n' > "$policy"; chmod +x "$policy"; created_policy=1
-fi
-trap '[[ $created_policy == 1 ]] && rm -f "$policy"' EXIT
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >&2
+apt_install setup "${pkgs[@]}"
 echo "setup: installed ${pkgs[*]}" >&2
