@@ -21,10 +21,7 @@ import (
 // fault campaign found auth off stuck on a real API server: the ClusterRole did
 // not allow deleting Secrets.)
 func TestE2EAuthOnOffOn(t *testing.T) {
-	cl := setup(t)
-	ns := namespace(t, cl, "vk-auth")
-	create(t, cl, newCluster(ns, "cache", 3, nil))
-	waitReady(t, cl, ns, "cache", 3*time.Minute)
+	cl, ns, _ := readyCache(t, "vk-auth")
 	keys := writeKeys(t, checkTopology(t, cl, ns, "cache"), "auth", 50)
 
 	for _, pw := range []string{"first-password", "", "second-password"} {

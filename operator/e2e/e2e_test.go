@@ -337,6 +337,16 @@ func getCluster(t testing.TB, cl client.Client, ns, name string) *v1alpha1.Valke
 	return c
 }
 
+// readyCache sets the test up (setup), creates the namespace name and a
+// ValkeyCluster "cache" of three in it, and waits until the cluster is ready.
+func readyCache(t testing.TB, name string) (client.Client, string, *v1alpha1.ValkeyCluster) {
+	t.Helper()
+	cl := setup(t)
+	ns := namespace(t, cl, name)
+	create(t, cl, newCluster(ns, "cache", 3, nil))
+	return cl, ns, waitReady(t, cl, ns, "cache", 3*time.Minute)
+}
+
 // waitReady waits until the cluster is Ready for its current generation.
 func waitReady(t testing.TB, cl client.Client, ns, name string, timeout time.Duration) *v1alpha1.ValkeyCluster {
 	t.Helper()
@@ -479,10 +489,7 @@ func update(t testing.TB, cl client.Client, ns, name string, f func(*v1alpha1.Va
 }
 
 func TestE2EDeployOwnership(t *testing.T) {
-	cl := setup(t)
-	ns := namespace(t, cl, "vk-deploy")
-	create(t, cl, newCluster(ns, "cache", 3, nil))
-	c := waitReady(t, cl, ns, "cache", 3*time.Minute)
+	cl, ns, c := readyCache(t, "vk-deploy")
 	prim := checkTopology(t, cl, ns, "cache")
 	if c.Status.ReadyReplicas != 3 || prim.Name != "cache-0" {
 		t.Fatalf("status %+v, primary %s", c.Status, prim.Name)
@@ -506,10 +513,7 @@ func TestE2EDeployOwnership(t *testing.T) {
 }
 
 func TestE2EScale(t *testing.T) {
-	cl := setup(t)
-	ns := namespace(t, cl, "vk-scale")
-	create(t, cl, newCluster(ns, "cache", 3, nil))
-	waitReady(t, cl, ns, "cache", 3*time.Minute)
+	cl, ns, _ := readyCache(t, "vk-scale")
 	keys := writeKeys(t, checkTopology(t, cl, ns, "cache"), "scale", 200)
 
 	update(t, cl, ns, "cache", func(s *v1alpha1.ValkeyClusterSpec) { s.Replicas = 5 })
@@ -533,10 +537,7 @@ func TestE2EScale(t *testing.T) {
 }
 
 func TestE2EConfig(t *testing.T) {
-	cl := setup(t)
-	ns := namespace(t, cl, "vk-config")
-	create(t, cl, newCluster(ns, "cache", 3, nil))
-	waitReady(t, cl, ns, "cache", 3*time.Minute)
+	cl, ns, _ := readyCache(t, "vk-config")
 	keys := writeKeys(t, checkTopology(t, cl, ns, "cache"), "cfg", 50)
 
 	// Live: visible in CONFIG GET on every pod, no restart.
@@ -580,10 +581,7 @@ func TestE2EConfig(t *testing.T) {
 }
 
 func TestE2EFailover(t *testing.T) {
-	cl := setup(t)
-	ns := namespace(t, cl, "vk-failover")
-	create(t, cl, newCluster(ns, "cache", 3, nil))
-	waitReady(t, cl, ns, "cache", 3*time.Minute)
+	cl, ns, _ := readyCache(t, "vk-failover")
 	prim := checkTopology(t, cl, ns, "cache")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -784,10 +782,7 @@ func TestE2EDeletionGC(t *testing.T) {
 // within downAfter plus a margin; when the old one thaws it still believes it is
 // a master, and must be demoted, never labelled.
 func TestE2EPrimaryHang(t *testing.T) {
-	cl := setup(t)
-	ns := namespace(t, cl, "vk-hang")
-	create(t, cl, newCluster(ns, "cache", 3, nil))
-	waitReady(t, cl, ns, "cache", 3*time.Minute)
+	cl, ns, _ := readyCache(t, "vk-hang")
 	prim := checkTopology(t, cl, ns, "cache")
 	keys := writeKeys(t, prim, "hang", 100)
 	ref := local.PodRef{Namespace: ns, Name: prim.Name}

@@ -20,10 +20,7 @@ import (
 // the bad template, to serve: the OnDelete roll never deleted it, so the
 // StatefulSet stayed at 2/3 Ready.)
 func TestE2EPendingPodReplacedAfterRollback(t *testing.T) {
-	cl := setup(t)
-	ns := namespace(t, cl, "vk-pending")
-	create(t, cl, newCluster(ns, "cache", 3, nil))
-	waitReady(t, cl, ns, "cache", 3*time.Minute)
+	cl, ns, _ := readyCache(t, "vk-pending")
 	checkTopology(t, cl, ns, "cache")
 
 	update(t, cl, ns, "cache", func(s *v1alpha1.ValkeyClusterSpec) {
