@@ -110,16 +110,20 @@ func TestE2EChaosMesh(t *testing.T) {
 			t.FailNow() // later faults assume the earlier ones were removed
 		}
 	}
-	run("partition", func(t *testing.T) {
-		s := Spec{Kind: Partition, Name: "split", Namespace: ns, Pods: []string{"client"}, Peers: []string{"server"}}
+	// cutOff checks that s, a partition or a loss, keeps the client from the
+	// server while it holds, and no longer once removed.
+	cutOff := func(t *testing.T, s Spec) {
 		inject(t, m, s)
 		if reach(serverAddr) {
-			t.Error("client reaches the server through a partition")
+			t.Errorf("client reaches the server through the %s", s.Kind)
 		}
 		remove(t, m, s)
 		if !reach(serverAddr) {
-			t.Error("client cannot reach the server after the partition is removed")
+			t.Errorf("client cannot reach the server after the %s is removed", s.Kind)
 		}
+	}
+	run("partition", func(t *testing.T) {
+		cutOff(t, Spec{Kind: Partition, Name: "split", Namespace: ns, Pods: []string{"client"}, Peers: []string{"server"}})
 	})
 	run("apiserver-partition", func(t *testing.T) {
 		s := Spec{Kind: APIServerPartition, Name: "cut", Namespace: ns, Pods: []string{"client"}}
@@ -148,15 +152,7 @@ func TestE2EChaosMesh(t *testing.T) {
 	}
 	if Supports(m, Loss) { // else refused above
 		run("loss", func(t *testing.T) {
-			s := Spec{Kind: Loss, Name: "lossy", Namespace: ns, Pods: []string{"client"}, Peers: []string{"server"}, LossPercent: 100}
-			inject(t, m, s)
-			if reach(serverAddr) {
-				t.Error("client reaches the server through 100% loss")
-			}
-			remove(t, m, s)
-			if !reach(serverAddr) {
-				t.Error("client cannot reach the server after the loss is removed")
-			}
+			cutOff(t, Spec{Kind: Loss, Name: "lossy", Namespace: ns, Pods: []string{"client"}, Peers: []string{"server"}, LossPercent: 100})
 		})
 		run("delay", func(t *testing.T) {
 			timed := func() time.Duration {

@@ -28,6 +28,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gauntlet-dev/gauntlet/cluster/local"
 )
@@ -372,11 +373,11 @@ func TestChaosDuration(t *testing.T) {
 // have nothing to add (the objects are complete) and the validator must accept them.
 func TestObjectsPassChaosMeshWebhooks(t *testing.T) {
 	ctx := context.Background()
+	// PodChaos and NetworkChaos share webhook methods that take the object itself.
 	type webhooked interface {
 		runtime.Object
 		Default(context.Context, runtime.Object) error
-		ValidateCreate(context.Context, runtime.Object) ([]string, error)
-		unwrap() runtime.Object
+		ValidateCreate(context.Context, runtime.Object) (admission.Warnings, error)
 	}
 	var objs []webhooked
 	for _, s := range []Spec{
@@ -389,7 +390,7 @@ func TestObjectsPassChaosMeshWebhooks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		objs = append(objs, webhookAdapter{o})
+		objs = append(objs, o)
 	}
 	for _, s := range []Spec{
 		{Kind: Partition, Name: "p", Namespace: "ns", Pods: []string{"a"}, Peers: []string{"b"}},
@@ -403,24 +404,24 @@ func TestObjectsPassChaosMeshWebhooks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		objs = append(objs, netWebhookAdapter{o})
+		objs = append(objs, o)
 	}
 	api, err := APIServerPartitionFor(Spec{Kind: APIServerPartition, Name: "a", Namespace: "ns", Pods: []string{"op"}}, []string{"10.96.0.1", "172.18.0.3"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs = append(objs, netWebhookAdapter{api})
+	objs = append(objs, api)
 
 	for _, o := range objs {
 		before := o.DeepCopyObject()
 		if err := o.Default(ctx, o); err != nil {
 			t.Fatalf("Default: %v", err)
 		}
-		if !reflect.DeepEqual(before, o.unwrap()) {
-			t.Errorf("Chaos Mesh's defaulter changed the object:\n%s\nto\n%s", asJSON(before), asJSON(o.unwrap()))
+		if !reflect.DeepEqual(before, o) {
+			t.Errorf("Chaos Mesh's defaulter changed the object:\n%s\nto\n%s", asJSON(before), asJSON(o))
 		}
 		if _, err := o.ValidateCreate(ctx, o); err != nil {
-			t.Errorf("Chaos Mesh rejects\n%s\n%v", asJSON(o.unwrap()), err)
+			t.Errorf("Chaos Mesh rejects\n%s\n%v", asJSON(o), err)
 		}
 	}
 
@@ -434,28 +435,6 @@ func TestObjectsPassChaosMeshWebhooks(t *testing.T) {
 		t.Error("Chaos Mesh's validator accepted a container-kill without a container name")
 	}
 }
-
-// The adapters give PodChaos and NetworkChaos one interface (their webhook
-// methods take the object itself) and hand the typed object to those methods.
-type webhookAdapter struct{ *v1alpha1.PodChaos }
-
-func (w webhookAdapter) Default(ctx context.Context, _ runtime.Object) error {
-	return w.PodChaos.Default(ctx, w.PodChaos)
-}
-func (w webhookAdapter) ValidateCreate(ctx context.Context, _ runtime.Object) ([]string, error) {
-	return w.PodChaos.ValidateCreate(ctx, w.PodChaos)
-}
-func (w webhookAdapter) unwrap() runtime.Object { return w.PodChaos }
-
-type netWebhookAdapter struct{ *v1alpha1.NetworkChaos }
-
-func (w netWebhookAdapter) Default(ctx context.Context, _ runtime.Object) error {
-	return w.NetworkChaos.Default(ctx, w.NetworkChaos)
-}
-func (w netWebhookAdapter) ValidateCreate(ctx context.Context, _ runtime.Object) ([]string, error) {
-	return w.NetworkChaos.ValidateCreate(ctx, w.NetworkChaos)
-}
-func (w netWebhookAdapter) unwrap() runtime.Object { return w.NetworkChaos }
 
 func TestCheckChaosMesh(t *testing.T) {
 	served := func(names ...string) []*metav1.APIResourceList {
