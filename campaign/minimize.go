@@ -297,6 +297,7 @@ func Reproduce(ctx context.Context, cfg Config, rep *Reproducer) (*ReproduceResu
 	if cfg.Faults == nil && slices.ContainsFunc(rep.Steps, func(s ReproStep) bool { return s.Fault != nil }) {
 		cfg.Faults = (&FaultOptions{}).withDefaults()
 	}
+	cfg.OperatorView = cfg.OperatorView || needsView(rep.Steps)
 	r := &runner{cfg: cfg, target: cfg.Target, base: rep.Seed, lastAppend: new(atomic.Int64), publishesGen: new(atomic.Bool)}
 	r.oracles = append(append([]oracles.Oracle{}, cfg.Oracles...), cfg.Target.Oracles...)
 	envs, _, err := r.startEnvs(ctx, 1, runTag("reproduce", 0))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/campaign"
 	"github.com/gauntlet-dev/gauntlet/internal/testing/bugcampaign"
+	"github.com/gauntlet-dev/gauntlet/model"
 )
 
 // viewBug is the seeded bug only a fault of the operator's view finds: the
@@ -28,15 +29,27 @@ func TestE2EViewPlanCatchesSeededBug(t *testing.T) {
 	bugcampaign.RequireAlarm(t, res, "consistency", "health")
 }
 
-// TestE2EViewPlanCleanOperator runs the same campaign against the clean
-// operator: the same plans crash it after the same writes, and it recovers
-// every time.
+// TestE2EViewPlanCleanOperator runs the campaign against the clean operator,
+// with a second scaling case so that the plans derived from its own reference
+// steps reach its status write too: it is crashed right after it, on a
+// change, and recovers every time.
 func TestE2EViewPlanCleanOperator(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	_, res, _ := bugcampaign.Run(ctx, t, viewBug, false, false, 1)
+	_, res, _ := bugcampaign.Run(ctx, t, viewBug, false, false, 2)
 	requirePlannedCrash(t, res)
+	statusCrash := false
+	for _, s := range res.Steps {
+		for _, f := range s.Faults {
+			if s.Kind == model.StepApply && f.Kind == campaign.FaultCrashAfterWrite && strings.Contains(f.Effect, "cut") && strings.Contains(strings.Join(f.Targets, " "), "/status") {
+				statusCrash = true
+			}
+		}
+	}
+	if !statusCrash {
+		t.Error("no change crashed the clean operator right after its status write")
+	}
 	for _, g := range res.Groups {
 		t.Errorf("alarm on the clean operator: %s %s: %s (steps %v, misoperation %v)", g.Oracle, g.Signature, g.Summary, g.Steps, g.Misoperation)
 	}

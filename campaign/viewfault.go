@@ -145,3 +145,16 @@ func CheckViewFaults(kinds []string, viewOn bool) error {
 	}
 	return nil
 }
+
+// needsView reports whether a reproducer's steps inject a fault of the
+// operator's view (its replay then puts the proxy in front of the operator).
+func needsView(steps []ReproStep) bool {
+	for _, s := range steps {
+		for p := s.Fault; p != nil; p = p.Then {
+			if viewKind(p.Kind) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -129,3 +129,13 @@ func TestViewPlansFromReference(t *testing.T) {
 		t.Fatalf("a replay (no plans) replaced the fault: %+v", p)
 	}
 }
+
+func TestNeedsView(t *testing.T) {
+	crash := &FaultPlan{Kind: FaultPodKill, Then: &FaultPlan{Kind: FaultCrashAfterWrite}}
+	if !needsView([]ReproStep{{}, {Fault: crash}}) {
+		t.Error("a reproducer whose second fault is a crash after a write needs the proxy")
+	}
+	if needsView([]ReproStep{{Fault: &FaultPlan{Kind: FaultPodKill}}, {}}) {
+		t.Error("a pod kill needs no proxy")
+	}
+}

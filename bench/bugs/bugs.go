@@ -184,7 +184,7 @@ var catalog = map[string]Bug{
 	// almost never lands in it; a crash after the operator's first status write
 	// of a step, derived from a reference step's view record, always does.
 	"11-scale-acknowledged-before-done": {Pattern: "a status written before the change it records is made (Sieve's intermediate states)",
-		Cases: []string{"spec.replicas#replicas/scale-up-down"}, Expect: []string{"consistency", "health"},
+		Cases: []string{"spec.replicas#replicas/scale-up-down", "spec.replicas#replicas/scale-down-up"}, Expect: []string{"consistency", "health"},
 		ViewFaults: []string{campaign.FaultCrashAfterWrite},
 		Trigger: Trigger{What: "a crash-after-write right after the operator's status write in a step that changes spec.replicas",
 			Faults: []FaultTrigger{{Kind: campaign.FaultCrashAfterWrite}}}},
