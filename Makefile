@@ -27,6 +27,11 @@ TEST_TIMEOUT ?= 60m
 # convergence), so more than one per core shortens the run.
 TEST_PACKAGES ?= 5
 TEST_PARALLEL ?= 4
+# The main run's priority. Docker's cgroupfs driver puts every container (the kind nodes) into one
+# CPU cgroup that the scheduler weighs as a single task against each of the embedded clusters'
+# processes: beside them at the same priority a kind node got a few percent of the 2 cores (its
+# cluster took minutes to come up). Lowering the tests' own processes gives the kind nodes a share.
+TEST_NICE ?= 10
 # go test starts packages in the order given: the longest first, so that the short ones fill in
 # beside them instead of a long one starting last (the kind lane's, which runs the longest chain,
 # first of all: its kind cluster takes the first creation turn).
@@ -153,7 +158,7 @@ test: deps tools controlplane coredns certmanager cnpg prometheus-operator redis
 	@echo "test: go test ./... (end-to-end tests start real clusters; this takes a few minutes)" >&2
 	@mkdir -p $(dir $(TEST_EVENTS))
 	@rc=0; builds=$$(mktemp -d /tmp/gauntlet-test-builds.XXXXXX) && chmod 755 $$builds && \
-	GAUNTLET_TEST_BUILDS=$$builds $(GOTESTSUM) --format pkgname-and-test-fails --format-hide-empty-pkg --jsonfile $(TEST_EVENTS) -- \
+	GAUNTLET_TEST_BUILDS=$$builds nice -n $(TEST_NICE) $(GOTESTSUM) --format pkgname-and-test-fails --format-hide-empty-pkg --jsonfile $(TEST_EVENTS) -- \
 		-timeout $(TEST_TIMEOUT) -count=1 -p $(TEST_PACKAGES) -parallel $(TEST_PARALLEL) -skip '^$(TEST_ALONE)$$' $(TEST_FIRST) ./... || rc=$$?; \
 	rm -rf $$builds; \
 	echo "test: $(TEST_ALONE) alone (it saturates the host on purpose)" >&2; \

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gauntlet-dev/gauntlet/bench/bugs"
 	"github.com/gauntlet-dev/gauntlet/campaign"
+	"github.com/gauntlet-dev/gauntlet/internal/operatorbin"
 	"github.com/gauntlet-dev/gauntlet/internal/testing/buildcache"
 	"github.com/gauntlet-dev/gauntlet/internal/testing/localenv"
 )
@@ -34,9 +35,14 @@ func Find(t testing.TB, root, name string) bugs.Bug {
 }
 
 // Operator returns the bundled operator built with the patch (a file; "" for the clean
-// operator), built once per test run.
+// operator), built once per test run. The clean operator is $GAUNTLET_OPERATOR_BINARY when
+// set, as for the other end-to-end tests (`make build` builds it the same way before `make
+// test` runs the tests), so that no test waits for a second build of it.
 func Operator(ctx context.Context, t testing.TB, root, patch string) string {
 	t.Helper()
+	if patch == "" && os.Getenv(operatorbin.Env) != "" {
+		return localenv.Operator(t, root)
+	}
 	return buildcache.Operator(t, patch, func(out string) error { return bugs.BuildOperator(ctx, root, patch, out) })
 }
 
