@@ -631,6 +631,12 @@ func (c *Consistency) judge(t *model.Transition, p property, ix *stateIndex, fs 
 			if (!p.hasPrev || isEmpty(p.prev)) && ix.alreadyHeld(p, key) {
 				return
 			}
+			if pauseSwitch(key) {
+				// Pausing stops the operator acting on the object: nothing
+				// changing is what it shows, and resuming with no change
+				// pending changes nothing either.
+				return
+			}
 			if !b && p.hasPrev && p.prev == true && !ix.featureShown(p.path) {
 				return
 			}
@@ -1147,4 +1153,15 @@ func (c *Consistency) judgeMapped(t *model.Transition, p property, m compiledMap
 			return
 		}
 	}
+}
+
+// pauseSwitch reports whether a boolean property's key is a pause switch by
+// the Kubernetes API conventions (Deployment's `paused`, Job's and CronJob's
+// `suspend`), which operators' CRDs follow for "stop reconciling this object".
+func pauseSwitch(key string) bool {
+	switch strings.ToLower(key) {
+	case "paused", "pause", "suspend", "suspended":
+		return true
+	}
+	return false
 }

@@ -154,6 +154,14 @@ func TestConsistency(t *testing.T) {
 			state:   func(t *testing.T, s *model.Snapshot) {},
 		},
 		{
+			// Pausing stops the operator acting (the Prometheus operator's
+			// spec.paused, untuned seed 1): nothing changing is its effect.
+			name:    "pause-switch",
+			changed: []string{"spec.paused"},
+			desired: func(t *testing.T, d model.Object) { setIn(t, d, "spec.paused", true) },
+			state:   func(t *testing.T, s *model.Snapshot) {},
+		},
+		{
 			name:    "mapped-and-reflected",
 			changed: []string{"spec.image"},
 			cfg:     Config{Mappings: []Mapping{{Property: "spec.image", Kind: "StatefulSet", Field: "spec.template.spec.containers[*].image"}}},
