@@ -132,6 +132,23 @@ func effectSummary(kind string, eff map[string]int) string {
 // ViewFaultKinds are the campaign fault kinds of the operator's view.
 var ViewFaultKinds = []string{FaultStaleRead, FaultMissedEvent, FaultCrashAfterWrite}
 
+// ParseFaultKindsView is ParseFaultKinds for a campaign with the view proxy
+// on or off (viewOn: Config.OperatorView): the view's kinds are refused
+// without it, and "all" includes them with it.
+func ParseFaultKindsView(v []string, viewOn bool) ([]string, bool, error) {
+	kinds, on, err := ParseFaultKinds(v)
+	if err != nil || !on {
+		return kinds, on, err
+	}
+	if err := CheckViewFaults(kinds, viewOn); err != nil {
+		return nil, false, err
+	}
+	if viewOn && len(v) == 1 && v[0] == "all" {
+		kinds = append(kinds, ViewFaultKinds...)
+	}
+	return kinds, on, nil
+}
+
 // CheckViewFaults refuses fault kinds of the operator's view without the view
 // proxy (viewOn: Config.OperatorView), naming the flag that turns it on.
 func CheckViewFaults(kinds []string, viewOn bool) error {

@@ -3,6 +3,7 @@ package campaign
 import (
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -137,5 +138,21 @@ func TestNeedsView(t *testing.T) {
 	}
 	if needsView([]ReproStep{{Fault: &FaultPlan{Kind: FaultPodKill}}, {}}) {
 		t.Error("a pod kill needs no proxy")
+	}
+}
+
+func TestParseFaultKindsView(t *testing.T) {
+	all, on, err := ParseFaultKindsView([]string{"all"}, true)
+	if err != nil || !on || len(all) != len(DefaultFaultKinds)+3 || !slices.Contains(all, FaultStaleRead) {
+		t.Errorf("all with the view: %v, %v, %v; want the default kinds and the view's three", all, on, err)
+	}
+	if all, _, _ := ParseFaultKindsView([]string{"all"}, false); slices.ContainsFunc(all, viewKind) {
+		t.Errorf("all without the view draws its kinds: %v", all)
+	}
+	if _, _, err := ParseFaultKindsView([]string{FaultPodKill, FaultMissedEvent}, false); err == nil || !strings.Contains(err.Error(), "--operator-view") {
+		t.Errorf("a view kind without the view: %v; want an error naming --operator-view", err)
+	}
+	if got, on, err := ParseFaultKindsView([]string{"none"}, true); got != nil || on || err != nil {
+		t.Errorf("none with the view: %v, %v, %v", got, on, err)
 	}
 }

@@ -24,8 +24,8 @@ const (
 
 // Fault kinds of the operator's view (package view: a proxy between the operator
 // and the API server). Campaigns inject them when named (`--faults stale-read`,
-// with the proxy on), held while the next desired state is declared; FaultKinds,
-// and so `--faults all`, leave them out.
+// with the proxy on), held while the next desired state is declared; FaultKinds
+// leaves them out (`--faults all` adds them only with --operator-view).
 const (
 	// FaultStaleRead serves the operator's reads and watch events as the
 	// cluster was a while ago (a lagging view: Sieve's stale states).

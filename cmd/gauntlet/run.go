@@ -132,14 +132,11 @@ which, and --resume keeps the recorded plan.`,
 			if cfg.Shard, err = campaign.ParseShard(shard, os.Getenv); err != nil {
 				return fmt.Errorf("--shard: %w", err)
 			}
-			kinds, on, err := campaign.ParseFaultKinds(faultKinds)
+			kinds, on, err := campaign.ParseFaultKindsView(faultKinds, operatorView)
 			if err != nil {
 				return fmt.Errorf("--faults: %w", err)
 			}
 			if on {
-				if err := campaign.CheckViewFaults(kinds, operatorView); err != nil {
-					return fmt.Errorf("--faults: %w", err)
-				}
 				cfg.Faults = &campaign.FaultOptions{Kinds: kinds, Every: faultEvery, Hold: faultHold}
 			}
 			rf.faults = on || resume != "" // a resumed journal may hold faults
@@ -253,7 +250,7 @@ which, and --resume keeps the recorded plan.`,
 	f.BoolVar(&noDiff, "no-differential", false, "skip differential re-runs from S0")
 	f.BoolVar(&noMin, "no-minimize", false, "skip reproducer minimization")
 	f.BoolVar(&minMisop, "minimize-misoperations", false, "minimize the misoperation groups too (their cause is known: off by default)")
-	f.StringSliceVar(&faultKinds, "faults", nil, "inject faults after converged states: all, none, or kinds from "+strings.Join(campaign.DefaultFaultKinds, ",")+" and, with --operator-view, "+strings.Join(campaign.ViewFaultKinds, ","))
+	f.StringSliceVar(&faultKinds, "faults", nil, "inject faults after converged states: all, none, or kinds from "+strings.Join(campaign.DefaultFaultKinds, ",")+" and, with --operator-view (all then includes them), "+strings.Join(campaign.ViewFaultKinds, ","))
 	f.IntVar(&faultEvery, "fault-every", 1, "inject a fault after every Nth converged desired state")
 	f.DurationVar(&faultHold, "fault-hold", 0, "how long lasting faults (pod-failure, partitions) hold (default 8s)")
 	f.DurationVar(&minBudget, "minimize-budget", 0, "time all reproducer replays may take together (default 15m)")
