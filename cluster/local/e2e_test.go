@@ -24,7 +24,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/remotecommand"
 
@@ -32,6 +31,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/coredns"
 	"github.com/gauntlet-dev/gauntlet/internal/pidfile"
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
+	"github.com/gauntlet-dev/gauntlet/internal/testing/incluster"
 	"github.com/gauntlet-dev/gauntlet/internal/testing/valkeykit"
 )
 
@@ -56,7 +56,7 @@ func TestMain(m *testing.M) {
 		os.Exit(resolveMain())
 	}
 	if os.Getenv(envInCluster) != "" {
-		os.Exit(inClusterMain())
+		os.Exit(incluster.ListPods(os.Stdout))
 	}
 	if name := os.Getenv(envOwner); name != "" {
 		os.Exit(ownerMain(name, os.Getenv(envRoot)))
@@ -87,29 +87,6 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(code)
-}
-
-// inClusterMain is the program of the in-cluster pod: it uses the standard
-// in-cluster configuration (service-account token, CA, KUBERNETES_SERVICE_HOST).
-func inClusterMain() int {
-	cfg, err := rest.InClusterConfig()
-	if err != nil {
-		fmt.Println("in-cluster config:", err)
-		return 2
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		fmt.Println("client:", err)
-		return 2
-	}
-	ns, _ := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-	pods, err := cs.CoreV1().Pods(string(ns)).List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		fmt.Println("list pods:", err)
-		return 3
-	}
-	fmt.Printf("in-cluster: listed %d pods in %s via %s\n", len(pods.Items), ns, cfg.Host)
-	return 0
 }
 
 // ownerMain creates a cluster and blocks: the test SIGKILLs it to exercise GC.

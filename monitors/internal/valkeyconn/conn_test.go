@@ -1,6 +1,8 @@
 package valkeyconn
 
 import (
+	vk "github.com/valkey-io/valkey-go"
+
 	"context"
 	"errors"
 	"net"
@@ -183,13 +185,7 @@ func TestAuth(t *testing.T) {
 			if err != nil {
 				t.Fatalf("connect: %v", err)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			var m model.Member
-			Probe(ctx, c, nil, &m)
-			if !m.Reachable || m.Role != model.RolePrimary {
-				t.Fatalf("member %+v, want a reachable primary", m)
-			}
+			probePrimary(t, c, nil)
 		})
 	}
 }
@@ -364,12 +360,8 @@ func TestTLS(t *testing.T) {
 			if err != nil {
 				t.Fatalf("connect: %v", err)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			var m model.Member
-			Probe(ctx, c, []string{"tls-auth-clients"}, &m)
-			if !m.Reachable || m.Role != model.RolePrimary || m.Config["tls-auth-clients"] != "optional" {
-				t.Fatalf("member %+v, want a reachable primary with tls-auth-clients optional", m)
+			if m := probePrimary(t, c, []string{"tls-auth-clients"}); m.Config["tls-auth-clients"] != "optional" {
+				t.Fatalf("member %+v, want tls-auth-clients optional", m)
 			}
 		})
 	}
@@ -421,4 +413,18 @@ func TestDescribe(t *testing.T) {
 			t.Errorf("Describe(%v) lost the cause", tc.err)
 		}
 	}
+}
+
+// probePrimary probes c, reading the config keys, and fails the test unless it
+// answers as a reachable primary.
+func probePrimary(t *testing.T, c vk.Client, keys []string) model.Member {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var m model.Member
+	Probe(ctx, c, keys, &m)
+	if !m.Reachable || m.Role != model.RolePrimary {
+		t.Fatalf("member %+v, want a reachable primary", m)
+	}
+	return m
 }

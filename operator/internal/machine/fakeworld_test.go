@@ -782,7 +782,6 @@ func (w *fakeWorld) convergeCrash(ns, name string, max int, crash crashPoint) ([
 // topologyErrors checks the converged topology: one primary, labelled, master;
 // every other pod a linked replica of it, labelled replica.
 func (w *fakeWorld) topologyErrors(ns, name string) []string {
-	var errs []string
 	c := w.cr(ns, name)
 	var pods []*corev1.Pod
 	for _, p := range w.pods(ns) {
@@ -790,17 +789,9 @@ func (w *fakeWorld) topologyErrors(ns, name string) []string {
 			pods = append(pods, p)
 		}
 	}
-	var prim *corev1.Pod
-	for _, p := range pods {
-		if p.Labels[v1alpha1.LabelRole] == v1alpha1.RolePrimary {
-			if prim != nil {
-				errs = append(errs, "two pods labelled primary")
-			}
-			prim = p
-		}
-	}
+	prim, errs := labelledPrimary(pods)
 	if prim == nil {
-		return append(errs, "no pod labelled primary")
+		return errs
 	}
 	if c.Status.Primary != prim.Name {
 		errs = append(errs, fmt.Sprintf("status.primary %s, labelled %s", c.Status.Primary, prim.Name))
@@ -825,6 +816,25 @@ func (w *fakeWorld) topologyErrors(ns, name string) []string {
 		errs = append(errs, fmt.Sprintf("%d pods, want %d", len(pods), c.Spec.Replicas))
 	}
 	return errs
+}
+
+// labelledPrimary returns the pod labelled primary, and an error for two such
+// pods or for none (then the pod is nil).
+func labelledPrimary(pods []*corev1.Pod) (*corev1.Pod, []string) {
+	var errs []string
+	var prim *corev1.Pod
+	for _, p := range pods {
+		if p.Labels[v1alpha1.LabelRole] == v1alpha1.RolePrimary {
+			if prim != nil {
+				errs = append(errs, "two pods labelled primary")
+			}
+			prim = p
+		}
+	}
+	if prim == nil {
+		errs = append(errs, "no pod labelled primary")
+	}
+	return prim, errs
 }
 
 func (w *fakeWorld) clone() *fakeWorld {

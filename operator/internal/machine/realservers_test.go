@@ -147,18 +147,9 @@ func realConverge(t *testing.T, w *fakeWorld, timeout time.Duration) {
 }
 
 func realTopologyErrors(w *fakeWorld) []string {
-	var errs []string
-	var prim *corev1.Pod
-	for _, p := range w.pods(ns) {
-		if p.Labels[v1alpha1.LabelRole] == v1alpha1.RolePrimary {
-			if prim != nil {
-				errs = append(errs, "two pods labelled primary")
-			}
-			prim = p
-		}
-	}
+	prim, errs := labelledPrimary(w.pods(ns))
 	if prim == nil {
-		return append(errs, "no pod labelled primary")
+		return errs
 	}
 	if in, err := w.real.info(prim.Status.PodIP); err != nil || in.Role != valkey.RoleMaster {
 		errs = append(errs, fmt.Sprintf("%s labelled primary: %v %v", prim.Name, in.Role, err))

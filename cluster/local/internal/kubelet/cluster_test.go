@@ -42,6 +42,7 @@ import (
 	"github.com/gauntlet-dev/gauntlet/cluster/local/internal/podnet"
 	"github.com/gauntlet-dev/gauntlet/internal/pki"
 	"github.com/gauntlet-dev/gauntlet/internal/testenv"
+	"github.com/gauntlet-dev/gauntlet/internal/testing/incluster"
 )
 
 // modeEnv makes the test binary act as an in-cluster client inside a pod.
@@ -67,7 +68,7 @@ func TestMain(m *testing.M) {
 	}
 	switch os.Getenv(modeEnv) {
 	case "incluster":
-		os.Exit(inClusterClient())
+		os.Exit(incluster.ListPods(os.Stdout))
 	case "http":
 		os.Exit(httpServer())
 	}
@@ -77,35 +78,6 @@ func TestMain(m *testing.M) {
 		cluster.stop()
 	}
 	os.Exit(code)
-}
-
-// inClusterClient lists the pods of its namespace with the in-cluster
-// configuration (service account token, ca.crt, KUBERNETES_SERVICE_HOST).
-func inClusterClient() int {
-	cfg, err := rest.InClusterConfig()
-	if err != nil {
-		fmt.Println("in-cluster config:", err)
-		return 2
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		fmt.Println("client:", err)
-		return 2
-	}
-	ns, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-	if err != nil {
-		fmt.Println("namespace:", err)
-		return 2
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	pods, err := cs.CoreV1().Pods(string(ns)).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		fmt.Println("list pods:", err)
-		return 3
-	}
-	fmt.Printf("in-cluster ok: %d pods in %s\n", len(pods.Items), ns)
-	return 0
 }
 
 // httpServer serves /healthz and /hello on :8080 until SIGTERM.
@@ -782,7 +754,7 @@ func TestInClusterConfig(t *testing.T) {
 		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed, podSummary(p)
 	})
 	l := c.logs(t, ns, "client", &corev1.PodLogOptions{})
-	if p := c.getPod(t, ns, "client"); p.Status.Phase != corev1.PodSucceeded || !strings.Contains(l, "in-cluster ok: 1 pods in "+ns) {
+	if p := c.getPod(t, ns, "client"); p.Status.Phase != corev1.PodSucceeded || !strings.Contains(l, "in-cluster: listed 1 pods in "+ns) {
 		t.Fatalf("in-cluster client: %s; log %q", podSummary(p), l)
 	}
 }
