@@ -44,14 +44,8 @@ func waitLinked(t *testing.T, p *Pool, addr string) {
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		c, err := p.Get(addr, Security{})
-		if err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			var m model.Member
-			Probe(ctx, c, nil, &m)
-			cancel()
-			if m.LinkUp {
-				return
-			}
+		if err == nil && probe(c, nil, time.Second).LinkUp {
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("replica %s did not link to its primary within 15s", addr)
@@ -221,11 +215,7 @@ func TestUnreachable(t *testing.T) {
 		t.Cleanup(func() { _ = s.Resume() })
 
 		// The cached connection: the probe gives up at its deadline.
-		ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
-		var m model.Member
-		Probe(ctx, c, []string{"hz"}, &m)
-		cancel()
-		if m.Reachable || m.Error == "" {
+		if m := probe(c, []string{"hz"}, 700*time.Millisecond); m.Reachable || m.Error == "" {
 			t.Fatalf("member %+v, want unreachable with an error", m)
 		}
 		// A new connection: the handshake is bounded.
@@ -248,11 +238,7 @@ func TestUnreachable(t *testing.T) {
 		for {
 			c, err := pool.Get(s.Addr, Security{})
 			if err == nil {
-				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-				var m model.Member
-				Probe(ctx, c, nil, &m)
-				cancel()
-				if m.Reachable {
+				if probe(c, nil, time.Second).Reachable {
 					break
 				}
 				pool.Forget(s.Addr)
@@ -419,12 +405,18 @@ func TestDescribe(t *testing.T) {
 // answers as a reachable primary.
 func probePrimary(t *testing.T, c vk.Client, keys []string) model.Member {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	var m model.Member
-	Probe(ctx, c, keys, &m)
+	m := probe(c, keys, 2*time.Second)
 	if !m.Reachable || m.Role != model.RolePrimary {
 		t.Fatalf("member %+v, want a reachable primary", m)
 	}
+	return m
+}
+
+// probe probes c within timeout, reading the config keys.
+func probe(c vk.Client, keys []string, timeout time.Duration) model.Member {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var m model.Member
+	Probe(ctx, c, keys, &m)
 	return m
 }
