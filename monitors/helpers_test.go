@@ -192,3 +192,19 @@ func member(s *model.SystemSample, pod string) model.Member {
 	}
 	return model.Member{}
 }
+
+// sampleWithin takes a sample and fails the test unless it ends before the
+// deadline: a frozen or stopped server must not stall it.
+func sampleWithin(t *testing.T, m *ValkeyMonitor, env Env, d time.Duration) *model.SystemSample {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	s, err := m.Sample(ctx, env)
+	if err != nil {
+		t.Fatalf("sample: %v", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("the sample used up its %v deadline: a frozen or stopped server stalled it", d)
+	}
+	return s
+}

@@ -48,14 +48,7 @@ func TestWaitConverged(t *testing.T) {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				for _, d := range tt.touches {
-					select {
-					case <-ctx.Done():
-						return
-					case <-time.After(time.Until(start.Add(d))):
-					}
-					q.Touch(time.Now())
-				}
+				touchAt(ctx, q, start, tt.touches)
 			}()
 			if len(tt.touches) > 0 && tt.touches[len(tt.touches)-1] < time.Second {
 				lastTouch = start.Add(tt.touches[len(tt.touches)-1])
@@ -175,16 +168,7 @@ func TestWaitConvergedStuck(t *testing.T) {
 			defer cancel()
 			start := time.Now()
 			q := NewQuietTracker(start)
-			go func() {
-				for _, d := range tt.touches {
-					select {
-					case <-ctx.Done():
-						return
-					case <-time.After(time.Until(start.Add(d))):
-					}
-					q.Touch(time.Now())
-				}
-			}()
+			go touchAt(ctx, q, start, tt.touches)
 			var down func() []string
 			if tt.operatorDown != nil {
 				down = func() []string { return tt.operatorDown(time.Since(start)) }
@@ -252,5 +236,18 @@ func TestProgressPrint(t *testing.T) {
 	}
 	if progressPrint(base(), cr, nil, true) == p0 {
 		t.Errorf("a readiness problem gone is not counted as progress")
+	}
+}
+
+// touchAt touches q at each of the offsets from start (a change the tracker
+// sees), until ctx ends.
+func touchAt(ctx context.Context, q *QuietTracker, start time.Time, offsets []time.Duration) {
+	for _, d := range offsets {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Until(start.Add(d))):
+		}
+		q.Touch(time.Now())
 	}
 }

@@ -533,10 +533,7 @@ func TestPodLifecycle(t *testing.T) {
 		_, ok := c.node.PodSandbox(ns, "shell")
 		return !ok, "sandbox still there"
 	})
-	waitFor(t, 5*time.Second, "pod folder removed", func() (bool, string) {
-		_, err := os.Stat(filepath.Join(c.dir, "nodes", c.node.Name(), "pods", string(p.UID)))
-		return os.IsNotExist(err), fmt.Sprint(err)
-	})
+	c.waitPodFolderGone(t, p, 5*time.Second)
 }
 
 func TestSimulatedPod(t *testing.T) {
@@ -725,10 +722,7 @@ func TestInitContainersAndFailure(t *testing.T) {
 	if err := c.admin.CoreV1().Pods(ns).Delete(context.Background(), "job", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 15*time.Second, "folder removed", func() (bool, string) {
-		_, err := os.Stat(filepath.Join(c.dir, "nodes", c.node.Name(), "pods", string(p.UID)))
-		return os.IsNotExist(err), fmt.Sprint(err)
-	})
+	c.waitPodFolderGone(t, p, 15*time.Second)
 }
 
 func TestInClusterConfig(t *testing.T) {
@@ -1376,7 +1370,21 @@ func TestActiveDeadline(t *testing.T) {
 	// The failed pod stays on the node (logs readable) until it is deleted.
 	time.Sleep(500 * time.Millisecond)
 	_ = c.logs(t, ns, "deadline", &corev1.PodLogOptions{})
-	if _, err := os.Stat(filepath.Join(c.dir, "nodes", c.node.Name(), "pods", string(p.UID))); err != nil {
+	if _, err := os.Stat(c.podFolder(p)); err != nil {
 		t.Errorf("pod folder of a failed, undeleted pod: %v", err)
 	}
+}
+
+// podFolder is where the node keeps pod p's state.
+func (c *testCluster) podFolder(p *corev1.Pod) string {
+	return filepath.Join(c.dir, "nodes", c.node.Name(), "pods", string(p.UID))
+}
+
+// waitPodFolderGone waits until the node has removed pod p's state folder.
+func (c *testCluster) waitPodFolderGone(t *testing.T, p *corev1.Pod, timeout time.Duration) {
+	t.Helper()
+	waitFor(t, timeout, "pod folder removed", func() (bool, string) {
+		_, err := os.Stat(c.podFolder(p))
+		return os.IsNotExist(err), fmt.Sprint(err)
+	})
 }
