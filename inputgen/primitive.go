@@ -807,17 +807,27 @@ func genAddKey(c *caseCtx) (*draft, error) {
 	return single(Valid, fmt.Sprintf("add key %q = %s to %s", k, describeValue(m[k]), c.p.Path), st), nil
 }
 
-func genChangeKey(c *caseCtx) (*draft, error) {
-	st := jsonv.CopyMap(c.start)
-	ptr, m, err := c.mapOf(st)
+// freeKeys copies the start state and returns the copy, the pointer to the
+// property's map in it, the map, and its keys that name no declared field
+// (sorted), the keys a map case may change or remove.
+func (c *caseCtx) freeKeys() (st map[string]any, ptr string, m map[string]any, keys []string, err error) {
+	st = jsonv.CopyMap(c.start)
+	ptr, m, err = c.mapOf(st)
 	if err != nil {
-		return nil, err
+		return nil, "", nil, nil, err
 	}
-	var keys []string
 	for _, k := range jsonv.SortedKeys(m) {
 		if c.p.Field(k) == nil {
 			keys = append(keys, k)
 		}
+	}
+	return st, ptr, m, keys, nil
+}
+
+func genChangeKey(c *caseCtx) (*draft, error) {
+	st, ptr, m, keys, err := c.freeKeys()
+	if err != nil {
+		return nil, err
 	}
 	if len(keys) == 0 {
 		return nil, errSkip
@@ -836,16 +846,9 @@ func genChangeKey(c *caseCtx) (*draft, error) {
 }
 
 func genRemoveKey(c *caseCtx) (*draft, error) {
-	st := jsonv.CopyMap(c.start)
-	ptr, m, err := c.mapOf(st)
+	st, ptr, m, keys, err := c.freeKeys()
 	if err != nil {
 		return nil, err
-	}
-	var keys []string
-	for _, k := range jsonv.SortedKeys(m) {
-		if c.p.Field(k) == nil {
-			keys = append(keys, k)
-		}
 	}
 	if len(keys) == 0 || (c.p.MinProperties != nil && int64(len(m)) <= *c.p.MinProperties) {
 		return nil, errSkip

@@ -182,44 +182,35 @@ func (p *provider) envValueFrom(ctx context.Context, ec envContext, c *corev1.Co
 		return v, err == nil, err
 	case vf.ConfigMapKeyRef != nil:
 		ref := vf.ConfigMapKeyRef
-		optional := ref.Optional != nil && *ref.Optional
 		cm, err := p.getConfigMap(ctx, pod.Namespace, ref.Name)
 		if err != nil {
-			if apierrors.IsNotFound(err) && optional {
-				return "", false, nil
-			}
-			return "", false, fmt.Errorf("configmap %q: %w", ref.Name, err)
+			return "", false, readErr("configmap", ref.Name, ref.Optional, err)
 		}
-		v, ok := cm.Data[ref.Key]
-		if !ok {
-			if optional {
-				return "", false, nil
-			}
-			return "", false, fmt.Errorf("couldn't find key %s in ConfigMap %s/%s", ref.Key, pod.Namespace, ref.Name)
-		}
-		return v, true, nil
+		return keyValue("ConfigMap", pod.Namespace, ref.Name, ref.Key, ref.Optional, cm.Data)
 	case vf.SecretKeyRef != nil:
 		ref := vf.SecretKeyRef
-		optional := ref.Optional != nil && *ref.Optional
 		s, err := p.getSecret(ctx, pod.Namespace, ref.Name)
 		if err != nil {
-			if apierrors.IsNotFound(err) && optional {
-				return "", false, nil
-			}
-			return "", false, fmt.Errorf("secret %q: %w", ref.Name, err)
+			return "", false, readErr("secret", ref.Name, ref.Optional, err)
 		}
-		v, ok := s.Data[ref.Key]
-		if !ok {
-			if optional {
-				return "", false, nil
-			}
-			return "", false, fmt.Errorf("couldn't find key %s in Secret %s/%s", ref.Key, pod.Namespace, ref.Name)
-		}
-		return string(v), true, nil
+		return keyValue("Secret", pod.Namespace, ref.Name, ref.Key, ref.Optional, s.Data)
 	case vf.FileKeyRef != nil:
 		return "", false, fmt.Errorf("fileKeyRef (the EnvFiles alpha feature) is not supported by the embedded cluster's nodes")
 	}
 	return "", false, fmt.Errorf("valueFrom names no source")
+}
+
+// keyValue is the value of key in the data of the ConfigMap or Secret (kind)
+// ns/name; a missing key of an optional reference sets no variable.
+func keyValue[V ~string | ~[]byte](kind, ns, name, key string, optional *bool, data map[string]V) (string, bool, error) {
+	v, ok := data[key]
+	switch {
+	case ok:
+		return string(v), true, nil
+	case optional != nil && *optional:
+		return "", false, nil
+	}
+	return "", false, fmt.Errorf("couldn't find key %s in %s %s/%s", key, kind, ns, name)
 }
 
 // podFieldValue resolves a downward API field path. Whole label and

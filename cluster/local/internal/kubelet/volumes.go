@@ -198,13 +198,7 @@ func modeOr(m *int32) int32 {
 func (vm *volumeManager) configMapFiles(ctx context.Context, pod *corev1.Pod, name string, items []corev1.KeyToPath, optional *bool, mode int32, out map[string]payloadFile) error {
 	cm, err := vm.p.getConfigMap(ctx, pod.Namespace, name)
 	if err != nil {
-		if apierrors.IsNotFound(err) && optional != nil && *optional {
-			return nil
-		}
-		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("configmap %q not found", name)
-		}
-		return fmt.Errorf("configmap %q: %w", name, err)
+		return readErr("configmap", name, optional, err)
 	}
 	data := map[string][]byte{}
 	for k, v := range cm.Data {
@@ -219,15 +213,22 @@ func (vm *volumeManager) configMapFiles(ctx context.Context, pod *corev1.Pod, na
 func (vm *volumeManager) secretFiles(ctx context.Context, pod *corev1.Pod, name string, items []corev1.KeyToPath, optional *bool, mode int32, out map[string]payloadFile) error {
 	s, err := vm.p.getSecret(ctx, pod.Namespace, name)
 	if err != nil {
-		if apierrors.IsNotFound(err) && optional != nil && *optional {
-			return nil
-		}
-		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("secret %q not found", name)
-		}
-		return fmt.Errorf("secret %q: %w", name, err)
+		return readErr("secret", name, optional, err)
 	}
 	return keyFiles("secret", name, s.Data, items, optional, mode, out)
+}
+
+// readErr says what a failed read of the configmap or secret (kind) a pod
+// names means: nothing (leave it out) when it is optional and missing, else an
+// error naming it.
+func readErr(kind, name string, optional *bool, err error) error {
+	switch {
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("%s %q: %w", kind, name, err)
+	case optional != nil && *optional:
+		return nil
+	}
+	return fmt.Errorf("%s %q not found", kind, name)
 }
 
 // keyFiles turns a configMap's or secret's keys (all, or the listed items)
