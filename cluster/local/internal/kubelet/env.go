@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
@@ -100,36 +99,28 @@ func (p *provider) containerEnv(ctx context.Context, ec envContext, c *corev1.Co
 	out := newEnvList()
 	for _, ef := range c.EnvFrom {
 		var data map[string]string
-		var kind, name string
-		var optional bool
+		var err error
 		switch {
 		case ef.ConfigMapRef != nil:
-			kind, name = "configmap", ef.ConfigMapRef.Name
-			optional = ef.ConfigMapRef.Optional != nil && *ef.ConfigMapRef.Optional
-			cm, err := p.getConfigMap(ctx, pod.Namespace, name)
-			if err != nil {
-				if apierrors.IsNotFound(err) && optional {
-					continue
-				}
-				return nil, fmt.Errorf("%s %q (envFrom): %w", kind, name, err)
+			var cm *corev1.ConfigMap
+			if cm, err = p.getConfigMap(ctx, pod.Namespace, ef.ConfigMapRef.Name); err != nil {
+				err = readErr("configmap", ef.ConfigMapRef.Name, ef.ConfigMapRef.Optional, err)
+				break
 			}
 			data = cm.Data
 		case ef.SecretRef != nil:
-			kind, name = "secret", ef.SecretRef.Name
-			optional = ef.SecretRef.Optional != nil && *ef.SecretRef.Optional
-			s, err := p.getSecret(ctx, pod.Namespace, name)
-			if err != nil {
-				if apierrors.IsNotFound(err) && optional {
-					continue
-				}
-				return nil, fmt.Errorf("%s %q (envFrom): %w", kind, name, err)
+			var s *corev1.Secret
+			if s, err = p.getSecret(ctx, pod.Namespace, ef.SecretRef.Name); err != nil {
+				err = readErr("secret", ef.SecretRef.Name, ef.SecretRef.Optional, err)
+				break
 			}
 			data = map[string]string{}
 			for k, v := range s.Data {
 				data[k] = string(v)
 			}
-		default:
-			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("envFrom: %w", err)
 		}
 		// As the kubelet (1.35): every key becomes a variable, in key order.
 		for _, k := range slices.Sorted(maps.Keys(data)) {
