@@ -127,6 +127,23 @@ func toInt(v any) (int, error) {
 	return int(n), nil
 }
 
+// clusterOf reads what the monitor and the workload need of env: the CR's
+// spec and the namespace to look in, and a Kubernetes client.
+func clusterOf(env Env) (valkeySpec, string, error) {
+	spec, err := parseValkeyCR(env.CR)
+	if err != nil {
+		return valkeySpec{}, "", err
+	}
+	ns, err := namespaceOf(env, spec)
+	if err != nil {
+		return valkeySpec{}, "", err
+	}
+	if env.Kube == nil {
+		return valkeySpec{}, "", errors.New("Env.Kube is nil")
+	}
+	return spec, ns, nil
+}
+
 // namespaceOf is the namespace to look in: env's, or the CR's.
 func namespaceOf(env Env, s valkeySpec) (string, error) {
 	if env.Namespace != "" {

@@ -111,16 +111,9 @@ func (m *ValkeyMonitor) Close() {
 func (m *ValkeyMonitor) Sample(ctx context.Context, env Env) (*model.SystemSample, error) {
 	taken := time.Now()
 
-	spec, err := parseValkeyCR(env.CR)
+	spec, ns, err := clusterOf(env)
 	if err != nil {
 		return nil, fmt.Errorf("valkey monitor: %w", err)
-	}
-	ns, err := namespaceOf(env, spec)
-	if err != nil {
-		return nil, fmt.Errorf("valkey monitor: %w", err)
-	}
-	if env.Kube == nil {
-		return nil, fmt.Errorf("valkey monitor: Env.Kube is nil")
 	}
 	actx, cancel := context.WithTimeout(ctx, m.opts.APITimeout)
 	defer cancel()

@@ -102,16 +102,9 @@ func (w *ValkeyWorkload) Name() string { return "valkey-writes" }
 // the client Service (named like the CR), round robin as kube-proxy would spread
 // them; when there is none, each attempt is recorded as a failed op.
 func (w *ValkeyWorkload) Start(ctx context.Context, env Env) (WorkloadRun, error) {
-	spec, err := parseValkeyCR(env.CR)
+	_, ns, err := clusterOf(env)
 	if err != nil {
 		return nil, fmt.Errorf("valkey workload: %w", err)
-	}
-	ns, err := namespaceOf(env, spec)
-	if err != nil {
-		return nil, fmt.Errorf("valkey workload: %w", err)
-	}
-	if env.Kube == nil {
-		return nil, errors.New("valkey workload: Env.Kube is nil")
 	}
 	opts := w.opts.withDefaults()
 	return startValkeyRun(ctx, opts, env.Logger, env.CR, kubeResolver(env.Kube, ns, opts.Port)), nil

@@ -278,7 +278,7 @@ func ConditionsObservedGeneration(o model.Object) (int64, bool) {
 	found := false
 	for _, c := range conds {
 		m, _ := c.(map[string]any)
-		if g, ok := num(m["observedGeneration"]); ok && (!found || g > best) {
+		if g, ok := jsonv.AsInt(m["observedGeneration"]); ok && (!found || g > best) {
 			best, found = g, true
 		}
 	}
@@ -289,7 +289,7 @@ func ConditionsObservedGeneration(o model.Object) (int64, bool) {
 // has seen: status.observedGeneration, or for operators that publish it per
 // condition only (cert-manager's Certificate) the newest condition's.
 func ObservedGeneration(o model.Object) (int64, bool) {
-	if og, ok := num(get(o, "status", "observedGeneration")); ok {
+	if og, ok := jsonv.AsInt(get(o, "status", "observedGeneration")); ok {
 		return og, true
 	}
 	return ConditionsObservedGeneration(o)
@@ -312,7 +312,7 @@ func Readiness(objs map[string]model.Object, cr string, requireGen bool) ([]stri
 			continue
 		}
 		if key == cr {
-			gen, _ := num(get(o, "metadata", "generation"))
+			gen, _ := jsonv.AsInt(get(o, "metadata", "generation"))
 			og, ok := ObservedGeneration(o)
 			if (ok && og < gen) || (!ok && requireGen) {
 				genOK = false
@@ -331,7 +331,7 @@ func Readiness(objs map[string]model.Object, cr string, requireGen bool) ([]stri
 			// A Job still running is the operator's work in progress
 			// (CloudNativePG's initdb and join): a differential re-run was
 			// judged converged while its initdb ran, its pod Ready and quiet.
-			if active, _ := num(get(o, "status", "active")); active > 0 && !jobFinished(o) {
+			if active, _ := jsonv.AsInt(get(o, "status", "active")); active > 0 && !jobFinished(o) {
 				out = append(out, fmt.Sprintf("%s: %d pod(s) still running", key, active))
 			}
 		case k.Group == "" && k.Kind == "Pod", k.Group == "apps" && (k.Kind == "Deployment" || k.Kind == "StatefulSet" || k.Kind == "DaemonSet"):
@@ -364,12 +364,12 @@ func notYetAvailable(kind string, o model.Object) string {
 	default:
 		return ""
 	}
-	minReady, _ := num(get(o, "spec", "minReadySeconds"))
+	minReady, _ := jsonv.AsInt(get(o, "spec", "minReadySeconds"))
 	if minReady <= 0 {
 		return ""
 	}
-	ready, _ := num(get(o, "status", readyF))
-	avail, _ := num(get(o, "status", availF))
+	ready, _ := jsonv.AsInt(get(o, "status", readyF))
+	avail, _ := jsonv.AsInt(get(o, "status", availF))
 	if avail >= ready {
 		return ""
 	}
@@ -383,7 +383,7 @@ func Refused(o model.Object) bool {
 	if o == nil {
 		return false
 	}
-	gen, _ := num(get(o, "metadata", "generation"))
+	gen, _ := jsonv.AsInt(get(o, "metadata", "generation"))
 	conds, _ := get(o, "status", "conditions").([]any)
 	for _, c := range conds {
 		m, _ := c.(map[string]any)
@@ -393,7 +393,7 @@ func Refused(o model.Object) bool {
 		if m["status"] != "False" {
 			return false
 		}
-		og, ok := num(m["observedGeneration"])
+		og, ok := jsonv.AsInt(m["observedGeneration"])
 		return !ok || og >= gen
 	}
 	return false
@@ -436,17 +436,3 @@ func Condition(o model.Object, typ string) (status, reason string) {
 
 // get walks nested maps (jsonv.At).
 func get(o map[string]any, path ...string) any { return jsonv.At(o, path...) }
-
-func num(v any) (int64, bool) {
-	switch n := v.(type) {
-	case int64:
-		return n, true
-	case int:
-		return int64(n), true
-	case int32:
-		return int64(n), true
-	case float64:
-		return int64(n), true
-	}
-	return 0, false
-}

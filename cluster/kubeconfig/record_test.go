@@ -89,23 +89,18 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		w.WriteHeader(status)
 		_ = json.NewEncoder(w).Encode(body)
-	case http.MethodDelete:
-		f.ops = append(f.ops, "DELETE "+p)
-		if !f.objects[p] {
+	case http.MethodDelete, http.MethodGet:
+		f.ops = append(f.ops, r.Method+" "+p)
+		switch {
+		case !f.objects[p]:
 			w.WriteHeader(http.StatusNotFound)
 			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`))
-			return
+		case r.Method == http.MethodDelete:
+			delete(f.objects, p)
+			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Success"}`))
+		default:
+			_, _ = w.Write([]byte(`{"kind":"Namespace","apiVersion":"v1","metadata":{"name":"` + filepath.Base(p) + `"}}`))
 		}
-		delete(f.objects, p)
-		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Success"}`))
-	case http.MethodGet:
-		f.ops = append(f.ops, "GET "+p)
-		if !f.objects[p] {
-			w.WriteHeader(http.StatusNotFound)
-			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`))
-			return
-		}
-		_, _ = w.Write([]byte(`{"kind":"Namespace","apiVersion":"v1","metadata":{"name":"` + filepath.Base(p) + `"}}`))
 	}
 }
 

@@ -563,24 +563,19 @@ func (p *Process) releaseNamespace() {
 // with vfork (as dash does for every command) while that child was stopped
 // before its exec: the parent stays in D (uninterruptible, in kernel_clone) with
 // its stop pending until Resume lets the child exec. It makes no progress either.
-func (p *Process) Pause() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if err := p.signalLocked(syscall.SIGSTOP); err != nil {
-		return err
-	}
-	p.paused = true
-	return nil
-}
+func (p *Process) Pause() error { return p.setPaused(syscall.SIGSTOP, true) }
 
 // Resume thaws a paused process group.
-func (p *Process) Resume() error {
+func (p *Process) Resume() error { return p.setPaused(syscall.SIGCONT, false) }
+
+// setPaused sends sig to the process group and records whether it is paused.
+func (p *Process) setPaused(sig syscall.Signal, paused bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if err := p.signalLocked(syscall.SIGCONT); err != nil {
+	if err := p.signalLocked(sig); err != nil {
 		return err
 	}
-	p.paused = false
+	p.paused = paused
 	return nil
 }
 

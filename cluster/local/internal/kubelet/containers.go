@@ -270,14 +270,9 @@ func (w *podWorker) runOnce(c *ctrRun, prep prepared, stop <-chan struct{}) (con
 	why := endExited
 	if h := lifecycleHandler(spec.Lifecycle, true); h != nil {
 		hctx, cancel := context.WithTimeout(probeCtx, w.defaultGrace()+time.Minute)
-		out, err := w.runHandler(hctx, c, proc, spec, podIP, h)
+		err := w.runHook(hctx, c, proc, spec, podIP, h, "PostStartHook")
 		cancel()
 		if err != nil {
-			msg := fmt.Sprintf("PostStartHook failed: %v", err)
-			if out != "" {
-				msg += ": " + out
-			}
-			w.eventCtr(c, corev1.EventTypeWarning, "FailedPostStartHook", msg)
 			w.eventCtr(c, corev1.EventTypeNormal, "Killing", fmt.Sprintf("FailedPostStartHook: stopping container %s", c.name))
 			w.stopProcess(c, proc, spec, w.defaultGrace(), false)
 			why = endProbeKill
@@ -380,15 +375,8 @@ func (w *podWorker) stopProcess(c *ctrRun, proc *container.Process, spec corev1.
 			w.mu.Lock()
 			podIP := w.podIP
 			w.mu.Unlock()
-			out, err := w.runHandler(hctx, c, proc, spec, podIP, h)
+			_ = w.runHook(hctx, c, proc, spec, podIP, h, "PreStopHook") // the container stops either way
 			cancel()
-			if err != nil {
-				msg := fmt.Sprintf("PreStopHook failed: %v", err)
-				if out != "" {
-					msg += ": " + out
-				}
-				w.eventCtr(c, corev1.EventTypeWarning, "FailedPreStopHook", msg)
-			}
 		}
 	}
 	_ = proc.Signal(syscall.SIGTERM)

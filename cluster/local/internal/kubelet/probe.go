@@ -423,6 +423,20 @@ func lifecycleHandler(l *corev1.Lifecycle, post bool) *corev1.LifecycleHandler {
 	return l.PreStop
 }
 
+// runHook runs the lifecycle hook named hook ("PostStartHook", "PreStopHook")
+// and, when it fails, records the Failed<hook> warning event with its output.
+func (w *podWorker) runHook(ctx context.Context, c *ctrRun, proc *container.Process, spec corev1.Container, podIP netip.Addr, h *corev1.LifecycleHandler, hook string) error {
+	out, err := w.runHandler(ctx, c, proc, spec, podIP, h)
+	if err != nil {
+		msg := fmt.Sprintf("%s failed: %v", hook, err)
+		if out != "" {
+			msg += ": " + out
+		}
+		w.eventCtr(c, corev1.EventTypeWarning, "Failed"+hook, msg)
+	}
+	return err
+}
+
 // runHandler runs a lifecycle hook: exec in the container, httpGet, or sleep.
 func (w *podWorker) runHandler(ctx context.Context, c *ctrRun, proc *container.Process, spec corev1.Container, podIP netip.Addr, h *corev1.LifecycleHandler) (string, error) {
 	switch {
