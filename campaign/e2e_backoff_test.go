@@ -5,14 +5,12 @@ import (
 	"io"
 	"log/slog"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gauntlet-dev/gauntlet/capacity"
-	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 )
 
 // END-TO-END, CPU-BURNING: a short campaign of two workers runs beside busy
@@ -22,14 +20,8 @@ import (
 // out or get stuck: a loaded host slows the campaign down instead of raising
 // timing alarms. It saturates the machine while it runs; run it alone.
 func TestE2EBackoffBesideCPUBurner(t *testing.T) {
-	testenv.SkipShort(t)
-	state := t.TempDir()
-	out := filepath.Join(t.TempDir(), "results")
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cfg, err := resumeConfig(out, state, log)
-	if err != nil {
-		testenv.Unavailable(t, "%v", err)
-	}
+	cfg, _ := resumeTestConfig(t, log)
 	// Four desired-state steps: the gate holds the second worker's seed back while the
 	// first one's runs (both start together), and each step beside the burner is judged
 	// for a timing alarm; more steps only burn the host longer for the rest of the suite.

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gauntlet-dev/gauntlet/internal/testenv"
 	"github.com/gauntlet-dev/gauntlet/model"
 	"github.com/gauntlet-dev/gauntlet/reports"
 )
@@ -22,14 +21,8 @@ import (
 // the end.
 func TestE2EStopBySignalOrBudgetThenResume(t *testing.T) {
 	t.Parallel() // each campaign has its own clusters (unique names, CIDRs under the host lock) and state root
-	testenv.SkipShort(t)
-	state := t.TempDir()
-	out := filepath.Join(t.TempDir(), "results")
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cfg, err := resumeConfig(out, state, log)
-	if err != nil {
-		testenv.Unavailable(t, "%v", err)
-	}
+	cfg, state := resumeTestConfig(t, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	out := cfg.OutDir
 	jpath := filepath.Join(out, "journal.jsonl")
 
 	// 1. Stopped by a signal once one desired-state step is recorded.

@@ -38,6 +38,20 @@ var resumeCases = map[string]bool{
 // resumeConfig builds the campaign configuration shared by the killed child
 // and the resuming parent. It returns an error naming what is missing when
 // the embedded cluster cannot run here.
+// resumeTestConfig skips under -short and returns resumeConfig's campaign with
+// a fresh results folder (cfg.OutDir) and state folder (returned), logging to
+// log, or marks the test unavailable saying what is missing.
+func resumeTestConfig(t *testing.T, log *slog.Logger) (cfg Config, state string) {
+	t.Helper()
+	testenv.SkipShort(t)
+	state = t.TempDir()
+	cfg, err := resumeConfig(filepath.Join(t.TempDir(), "results"), state, log)
+	if err != nil {
+		testenv.Unavailable(t, "%v", err)
+	}
+	return cfg, state
+}
+
 func resumeConfig(out, stateRoot string, log *slog.Logger) (Config, error) {
 	if os.Geteuid() != 0 {
 		return Config{}, errors.New("end-to-end tests need root (the embedded cluster uses network and mount namespaces)")
@@ -98,17 +112,12 @@ func appliedSteps(recs []Record) int {
 
 func TestE2EResumeAfterSIGKILL(t *testing.T) {
 	t.Parallel() // each campaign has its own clusters (unique names, CIDRs under the host lock) and state root
-	testenv.SkipShort(t)
-	state := t.TempDir()
-	out := filepath.Join(t.TempDir(), "results")
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if os.Getenv("GAUNTLET_E2E_LOG") != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	cfg, err := resumeConfig(out, state, log)
-	if err != nil {
-		testenv.Unavailable(t, "%v", err)
-	}
+	cfg, state := resumeTestConfig(t, log)
+	out := cfg.OutDir
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	began := time.Now()

@@ -116,13 +116,11 @@ func TestGateHoldsWhileSaturated(t *testing.T) {
 	// Saturated again with two in flight: once both leave, a step starts.
 	busy.Store(true)
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		if _, err := g.Enter(ctx, nil); err != nil {
 			t.Error(err)
 		}
-	}()
+	})
 	time.Sleep(30 * time.Millisecond)
 	g.Leave()
 	g.Leave()

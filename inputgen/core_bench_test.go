@@ -50,9 +50,7 @@ func coreAcceptance(ctx context.Context, s *crd.Schema, plan *Plan, cache *coreC
 	work := make(chan int)
 	var wg sync.WaitGroup
 	for w := 0; w < 16; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := range work {
 				reason, err := coreRefusal(ctx, cache, s, plan.Base, plan.States(valid[i].ID))
 				if err != nil {
@@ -64,7 +62,7 @@ func coreAcceptance(ctx context.Context, s *crd.Schema, plan *Plan, cache *coreC
 					typ[i] = reason.what
 				}
 			}
-		}()
+		})
 	}
 	for i := range valid {
 		work <- i

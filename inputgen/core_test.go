@@ -171,13 +171,11 @@ func TestCoreCache(t *testing.T) {
 	v.gate = make(chan struct{})
 	var wg sync.WaitGroup
 	for i := 0; i < 8; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if r, err := c.validate(ctx, map[string]any{"kind": "Pod", "n": 2}); err != nil || r != "" {
 				t.Errorf("verdict %q, %v", r, err)
 			}
-		}()
+		})
 	}
 	close(v.gate)
 	wg.Wait()

@@ -113,9 +113,7 @@ func TestRealCRDs(t *testing.T) {
 	}
 	results := make([]result, len(cases))
 	for i, rc := range cases {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			g, err := NewGenerator(rc.schema, rc.seed, Options{Seed: 1, Examples: rc.examples, Workers: 1})
@@ -141,7 +139,7 @@ func TestRealCRDs(t *testing.T) {
 				}
 			}
 			results[i] = r
-		}()
+		})
 	}
 	wg.Wait()
 	totalStates, totalFailed := 0, 0

@@ -57,9 +57,7 @@ func TestLockExcludes(t *testing.T) {
 	var inside, max atomic.Int32
 	var wg sync.WaitGroup
 	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for range 20 {
 				unlock, err := Lock(path)
 				if err != nil {
@@ -76,7 +74,7 @@ func TestLockExcludes(t *testing.T) {
 				inside.Add(-1)
 				unlock()
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if max.Load() != 1 {

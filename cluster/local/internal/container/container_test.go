@@ -902,9 +902,7 @@ func TestConcurrentUse(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 100)
 	for i := range procs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			spec := newSpec(base, "conc"+strconv.Itoa(i), sh("echo ready; while :; do sleep 0.05; done")...)
 			p, err := Start(context.Background(), spec)
 			if err != nil {
@@ -913,7 +911,7 @@ func TestConcurrentUse(t *testing.T) {
 			}
 			pin(p) // as start does: stopAndCheck counts leftovers only in a pinned namespace
 			procs[i] = p
-		}()
+		})
 	}
 	wg.Wait()
 	for _, p := range procs {
@@ -928,24 +926,20 @@ func TestConcurrentUse(t *testing.T) {
 	errs = make(chan error, 100)
 	for _, p := range procs {
 		for j := 0; j < 3; j++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				var out bytes.Buffer
 				code, err := p.Exec(context.Background(), ExecOptions{Argv: []string{"echo", "hi"}, Stdout: &out})
 				if err != nil || code != 0 || out.String() != "hi\n" {
 					errs <- fmt.Errorf("exec: %d %v %q", code, err, out.String())
 				}
-			}()
+			})
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			_ = p.Pause()
 			_ = p.Paused()
 			_ = p.Resume()
 			_ = p.Signal(syscall.SIGCONT)
-		}()
+		})
 	}
 	wg.Wait()
 	close(errs)
@@ -953,12 +947,10 @@ func TestConcurrentUse(t *testing.T) {
 		t.Error(err)
 	}
 	for _, p := range procs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			p.Stop(context.Background(), time.Second)
 			_ = p.Exit()
-		}()
+		})
 	}
 	wg.Wait()
 }

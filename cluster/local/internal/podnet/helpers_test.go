@@ -126,10 +126,14 @@ func assertNoLeftovers(t testing.TB, cfg Config) {
 	}
 }
 
-// inNetNS runs fn on a fresh OS thread inside the namespace file at path. The
-// thread is never unlocked, so it is discarded afterwards. Sockets fn creates
-// stay in the namespace and may be used from any goroutine.
+// inNetNS runs fn on a fresh OS thread inside the namespace file at path (an
+// empty path: in the host's namespace, on the calling goroutine). The thread is
+// never unlocked, so it is discarded afterwards. Sockets fn creates stay in the
+// namespace and may be used from any goroutine.
 func inNetNS(path string, fn func() error) error {
+	if path == "" {
+		return fn()
+	}
 	ch := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -153,23 +157,15 @@ func inNetNS(path string, fn func() error) error {
 func serveTCP(t testing.TB, nsPath, addr, name string) netip.AddrPort {
 	t.Helper()
 	var ln net.Listener
-	listen := func() (err error) {
+	err := inNetNS(nsPath, func() (err error) {
 		ln, err = net.Listen("tcp4", addr)
 		return err
-	}
-	var err error
-	if nsPath == "" {
-		err = listen()
-	} else {
-		err = inNetNS(nsPath, listen)
-	}
+	})
 	if err != nil {
 		t.Fatalf("listen on %s in %q: %v", addr, nsPath, err)
 	}
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
@@ -178,7 +174,7 @@ func serveTCP(t testing.TB, nsPath, addr, name string) netip.AddrPort {
 			fmt.Fprintf(c, "%s\n", name)
 			c.Close()
 		}
-	}()
+	})
 	t.Cleanup(func() { ln.Close(); wg.Wait() })
 	return netip.MustParseAddrPort(ln.Addr().String())
 }
@@ -195,9 +191,7 @@ func serveUDP(t testing.TB, nsPath, addr, name string) {
 		t.Fatalf("listen udp on %s: %v", addr, err)
 	}
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		buf := make([]byte, 1500)
 		for {
 			_, from, err := pc.ReadFrom(buf)
@@ -206,7 +200,7 @@ func serveUDP(t testing.TB, nsPath, addr, name string) {
 			}
 			pc.WriteTo([]byte(name), from)
 		}
-	}()
+	})
 	t.Cleanup(func() { pc.Close(); wg.Wait() })
 }
 
@@ -223,16 +217,10 @@ const (
 // returns the line the server sends.
 func fetch(nsPath string, addr netip.AddrPort, timeout time.Duration) (string, error) {
 	var c net.Conn
-	dial := func() (err error) {
+	err := inNetNS(nsPath, func() (err error) {
 		c, err = net.DialTimeout("tcp4", addr.String(), timeout)
 		return err
-	}
-	var err error
-	if nsPath == "" {
-		err = dial()
-	} else {
-		err = inNetNS(nsPath, dial)
-	}
+	})
 	if err != nil {
 		return "", err
 	}

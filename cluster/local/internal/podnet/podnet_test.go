@@ -595,9 +595,7 @@ func TestConcurrentSandboxes(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 1000)
 	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for r := range rounds {
 				id := fmt.Sprintf("w%d-r%d", w, r)
 				if _, err := n.AddSandbox(ctx, id); err != nil {
@@ -610,7 +608,7 @@ func TestConcurrentSandboxes(t *testing.T) {
 					}
 				}
 			}
-		}()
+		})
 	}
 	wg.Add(1)
 	go func() { // rule changes racing with the sandboxes
