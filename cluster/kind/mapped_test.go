@@ -1,9 +1,7 @@
 package kind
 
 import (
-	"archive/tar"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gauntlet-dev/gauntlet/cluster/imagemap"
+	"github.com/gauntlet-dev/gauntlet/cluster/kind/internal/e2ekit"
 )
 
 func TestMappedImage(t *testing.T) {
@@ -43,27 +42,9 @@ func TestMappedImage(t *testing.T) {
 	if !slices.Contains(c.Env, "PATH=/opt/bin:/usr/bin") || !slices.Contains(c.Env, "MODE=test") || len(c.Env) != 2 {
 		t.Errorf("env %v, want the rule's (its PATH replacing the default)", c.Env)
 	}
-	layers, err := v.Layers()
-	if err != nil || len(layers) != 1 {
-		t.Fatalf("layers %v, %v", layers, err)
-	}
-	rc, err := layers[0].Uncompressed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
 	files := map[string]string{}
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(tr)
-		files["/"+strings.TrimSuffix(h.Name, "/")] = string(b)
+	for _, e := range e2ekit.OnlyLayer(t, v) {
+		files["/"+strings.TrimSuffix(e.Header.Name, "/")] = string(e.Data)
 	}
 	for _, want := range []string{"/manager", "/usr/local/bin/helper", "/tmp", "/etc/passwd", "/etc/group"} {
 		if _, ok := files[want]; !ok {

@@ -1,13 +1,12 @@
 package nodeimage
 
 import (
-	"archive/tar"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/gauntlet-dev/gauntlet/cluster/kind/internal/e2ekit"
 	"sigs.k8s.io/yaml"
 )
 
@@ -57,26 +56,9 @@ func TestComponentImage(t *testing.T) {
 	if cfg.OS != "linux" || cfg.Architecture != "amd64" || strings.Join(cfg.Config.Entrypoint, " ") != "/pause" {
 		t.Errorf("config: os %s arch %s entrypoint %v", cfg.OS, cfg.Architecture, cfg.Config.Entrypoint)
 	}
-	layers, err := img.Layers()
-	if err != nil || len(layers) != 1 {
-		t.Fatalf("layers: %d, %v; want one", len(layers), err)
-	}
-	rc, err := layers[0].Uncompressed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
 	var names []string
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, h.Name)
+	for _, e := range e2ekit.OnlyLayer(t, img) {
+		names = append(names, e.Header.Name)
 	}
 	want := "usr/ usr/local/ usr/local/bin/ usr/local/bin/pause usr/sbin/ usr/sbin/iptables"
 	if got := strings.Join(names, " "); got != want {

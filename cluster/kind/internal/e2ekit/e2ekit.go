@@ -1,13 +1,16 @@
 // Package e2ekit holds what the kind back end's end-to-end tests and its node
-// image's share: waiting for a condition, telling why pods are not ready, and
-// sending a build's progress to the test log.
+// image's share: waiting for a condition, telling why pods are not ready,
+// sending a build's progress to the test log, and reading a built image's layer.
 package e2ekit
 
 import (
+	"archive/tar"
 	"bytes"
+	"io"
 	"testing"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -65,4 +68,41 @@ type Writer struct{ T *testing.T }
 func (w Writer) Write(p []byte) (int, error) {
 	w.T.Log(string(bytes.TrimRight(p, "\n")))
 	return len(p), nil
+}
+
+// LayerEntry is a file, folder or link of an image layer.
+type LayerEntry struct {
+	Header *tar.Header
+	Data   []byte
+}
+
+// OnlyLayer returns the entries of img's one layer in order; the test fails
+// unless img has exactly one layer that reads.
+func OnlyLayer(t testing.TB, img v1.Image) []LayerEntry {
+	t.Helper()
+	layers, err := img.Layers()
+	if err != nil || len(layers) != 1 {
+		t.Fatalf("layers: %d, %v; want one", len(layers), err)
+	}
+	rc, err := layers[0].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	var out []LayerEntry
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, LayerEntry{Header: h, Data: b})
+	}
 }
