@@ -640,7 +640,7 @@ func (c *Consistency) judge(t *model.Transition, p property, ix *stateIndex, fs 
 			if !b && p.hasPrev && p.prev == true && !ix.featureShown(p.path) {
 				return
 			}
-			c.report(t, p, ix, fs, "set", fmt.Sprintf("%s changed to %v but no object of the state changed", p.path, b), nil)
+			c.report(t, p, ix, fs, "set", fmt.Sprintf("%s changed to %v"+noObjectChanged, p.path, b), nil)
 			return
 		}
 		if len(ix.reflecting(p, key, false)) > 0 || ix.podCountReflects(p.des) {
@@ -1020,7 +1020,7 @@ func (c *Consistency) report(t *model.Transition, p property, ix *stateIndex, fs
 				summary = fmt.Sprintf("%s changed to %s but the value was overruled: %s holds %s",
 					p.path, render(p.des), cands[0].n.where(), render(cands[0].val))
 			default:
-				summary = fmt.Sprintf("%s changed to %s but no field of the state reflects it", p.path, render(p.des))
+				summary = fmt.Sprintf("%s changed to %s"+noFieldReflects, p.path, render(p.des))
 			}
 		}
 	}

@@ -12,9 +12,13 @@ import (
 // the property's own line, and the fields still holding its previous value
 // (the whole field, or one configuration line in it).
 const (
-	desiredDetail   = "desired "
-	mappedDetail    = "; mapped to "
-	removedDetail   = "removed; previously "
+	desiredDetail = "desired "
+	mappedDetail  = "; mapped to "
+	removedDetail = "removed; previously "
+	// The endings of a consistency finding's summary on a value set that
+	// shows nowhere — no field holding another value in its place.
+	noFieldReflects = " but no field of the state reflects it"
+	noObjectChanged = " but no object of the state changed"
 	stillDetail     = "still reflects the removed value"
 	stillLineDetail = "this field still sets "
 )
@@ -104,15 +108,20 @@ func freshHolds(fresh *model.Snapshot, ev model.Evidence) bool {
 }
 
 // IsUnreflected reports whether f is a consistency finding on a property set
-// to a value no field of the state reflects (or one that overrules it), judged
-// by name — not a removal, and not a property the target mapped to a field
-// itself (a declared mapping is the user's word on where the value must show).
+// to a value that shows nowhere in the state — no field reflects it, or (a
+// flag) no object changed — judged by name. Not a removal, not a property the
+// target mapped to a field itself (a declared mapping is the user's word on
+// where the value must show), and not a value overruled: a field that holds
+// another value in its place (seeded bug 04 rewriting the user's
+// maxmemory-policy) is the operator acting against the desired state, on a
+// fresh creation too.
 func IsUnreflected(f model.Finding) bool {
 	if f.Oracle != NameConsistency || len(f.Evidence) == 0 {
 		return false
 	}
 	d := f.Evidence[0].Detail
-	return strings.HasPrefix(d, desiredDetail) && !strings.Contains(d, mappedDetail)
+	return strings.HasPrefix(d, desiredDetail) && !strings.Contains(d, mappedDetail) &&
+		(strings.HasSuffix(f.Summary, noFieldReflects) || strings.HasSuffix(f.Summary, noObjectChanged))
 }
 
 // CreationAgrees reports whether fresh, a fresh creation of t.Desired rebased

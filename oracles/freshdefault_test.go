@@ -146,6 +146,22 @@ func TestUnreflectedCreationAgrees(t *testing.T) {
 		t.Error("no fresh creation agreed")
 	}
 
+	// A value overruled — a field holding another value in its place, as
+	// seeded bug 04 rewrites the user's maxmemory-policy — is the operator
+	// acting against the desired state, on a fresh creation too: not this kind.
+	od := jsonv.CopyMap(prevD)
+	setIn(t, od, "spec.config.maxmemory", "200mb")
+	ocurr := loadSnapshot(t, "s0")
+	ocurr.CRObject()["spec"] = jsonv.Copy(od["spec"])
+	editConf(t, ocurr, "maxmemory 100mb", "maxmemory 64mb")
+	ofs := run(NewConsistency(Config{}), &model.Transition{Step: step(model.StepApply, "spec.config.maxmemory"), PrevDesired: prevD, Desired: od, Prev: prev, Curr: ocurr})
+	if len(ofs) != 1 || !strings.Contains(ofs[0].Summary, "overruled") {
+		t.Fatalf("want one overruled finding, got %v", ofs)
+	}
+	if IsUnreflected(ofs[0]) {
+		t.Error("an overruled value was taken for one that shows nowhere")
+	}
+
 	mapped := fs[0]
 	mapped.Evidence = append([]model.Evidence{{Object: fs[0].Evidence[0].Object, Path: fs[0].Evidence[0].Path,
 		Detail: "desired true; previously unset; mapped to StatefulSet * spec.template"}}, fs[0].Evidence[1:]...)
