@@ -2,7 +2,10 @@ package oracles
 
 import (
 	"context"
+	"reflect"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gauntlet-dev/gauntlet/internal/jsonv"
 	"github.com/gauntlet-dev/gauntlet/model"
@@ -121,7 +124,35 @@ func IsUnreflected(f model.Finding) bool {
 	}
 	d := f.Evidence[0].Detail
 	return strings.HasPrefix(d, desiredDetail) && !strings.Contains(d, mappedDetail) &&
-		(strings.HasSuffix(f.Summary, noFieldReflects) || strings.HasSuffix(f.Summary, noObjectChanged))
+		(strings.HasSuffix(f.Summary, noFieldReflects) || strings.HasSuffix(f.Summary, noObjectChanged)) &&
+		!podPassThrough(f.Evidence[0].Path)
+}
+
+// podPassThrough reports whether a property's path names a field of a pod's spec or of a container by its (non-generic) JSON
+// name — `nodeSelector`, `tolerations`, `securityContext`, `volumes`: a value
+// the operator is to pass to its pods, so one that shows nowhere, on a fresh
+// creation too, was dropped (seeded bug 10 drops prefixed node selector keys),
+// not a setting the operator ignores in this configuration. The names are read
+// from client-go's PodSpec and Container.
+func podPassThrough(prop string) bool {
+	p, err := jsonv.ParsePath(prop)
+	if err != nil {
+		return false
+	}
+	names := map[string]bool{}
+	for _, t := range []reflect.Type{reflect.TypeFor[corev1.PodSpec](), reflect.TypeFor[corev1.Container]()} {
+		for i := range t.NumField() {
+			if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" && !genericNames[normName(name)] {
+				names[name] = true
+			}
+		}
+	}
+	for _, k := range p.Keys() {
+		if names[k] {
+			return true
+		}
+	}
+	return false
 }
 
 // CreationAgrees reports whether fresh, a fresh creation of t.Desired rebased

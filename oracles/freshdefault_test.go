@@ -181,3 +181,23 @@ func renameObject(t *testing.T, s *model.Snapshot, key string) {
 	delete(s.Objects, key)
 	s.Objects[key+"-renamed"] = obj
 }
+
+// A property named after a pod's or a container's field is a value to pass to
+// the pods: one that shows nowhere was dropped (seeded bug 10), whatever a
+// fresh creation shows. The Prometheus operator's own settings are not.
+func TestPodPassThrough(t *testing.T) {
+	for prop, want := range map[string]bool{
+		`spec.scheduling.nodeSelector["kubernetes.io/hostname"]`: true,
+		"spec.volumes[0].downwardAPI.defaultMode":                true,
+		"spec.tolerations":                                 true,
+		"spec.enableFeatures":                              false,
+		"spec.clusterLabel":                                false,
+		"spec.limits.maxSilences":                          false,
+		"spec.podMetadata.name":                            false, // a generic name says nothing
+		"spec.alertmanagerConfigSelector.matchExpressions": false,
+	} {
+		if got := podPassThrough(prop); got != want {
+			t.Errorf("podPassThrough(%s) = %v, want %v", prop, got, want)
+		}
+	}
+}
