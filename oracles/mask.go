@@ -173,6 +173,8 @@ func DefaultMasks() []string {
 		"metadata.selfLink",
 		"metadata.ownerReferences[*].uid",
 		`metadata.annotations["deployment.kubernetes.io/revision"]`,
+		// Added by the Deployment controller when a rollback reuses an old ReplicaSet.
+		`metadata.annotations["deployment.kubernetes.io/revision-history"]`,
 		`metadata.annotations["kubectl.kubernetes.io/last-applied-configuration"]`,
 		"status.observedGeneration",
 		"status.conditions[*].observedGeneration",

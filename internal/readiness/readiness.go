@@ -69,6 +69,10 @@ func Check(group, kind string, obj map[string]any) []Problem {
 		out = append(out, count(obj, "availableReplicas", want, "replicas available", true)...)
 		// Available replicas are ready ones: a shortfall shows as available.
 		out = append(out, count(obj, "readyReplicas", want, "replicas ready", false)...)
+		// Old replicas still running while the new ones cannot start (kubectl
+		// rollout status: "old replicas are pending termination"): the old
+		// pods keep the counts above whole.
+		out = append(out, count(obj, "replicas", want, "replicas exist", false)...)
 	case group == "apps" && kind == "StatefulSet":
 		out = append(out, observed(obj)...)
 		want := intOr(obj, 1, "spec", "replicas")
