@@ -134,6 +134,31 @@ func Decide(o ConvergeOptions, quiet time.Duration, notReady []string, genOK boo
 	return KeepWaiting
 }
 
+// awaitingKubelet names a pod the scheduler placed whose kubelet has not
+// taken it up yet (no status.startTime, which a kubelet sets on its first
+// pass), or "" when there is none. Such a pod waits on the test cluster, not
+// on the operator: on a loaded host the embedded cluster's kubelet can take
+// longer than the settle window to start a StatefulSet's replacement pod
+// (bundled operator, untuned seed 1: a replica killed while it was still
+// starting, its replacement Pending for 33 s with PodScheduled=True alone).
+func awaitingKubelet(objs map[string]model.Object) string {
+	for key, o := range objs {
+		if o["kind"] != "Pod" || jsonv.At(o, "metadata", "deletionTimestamp") != nil {
+			continue
+		}
+		if phase, _ := jsonv.At(o, "status", "phase").(string); phase != "Pending" || jsonv.At(o, "status", "startTime") != nil {
+			continue
+		}
+		conds, _ := jsonv.At(o, "status", "conditions").([]any)
+		for _, c := range conds {
+			if m, _ := c.(map[string]any); m["type"] == "PodScheduled" && m["status"] == "True" {
+				return key
+			}
+		}
+	}
+	return ""
+}
+
 // WaitConverged blocks until the system converges or settles, the timeout
 // expires, or the step is stuck (no progress for the stuck window). objects
 // returns the current objects (the informer caches); it is called after quiet
@@ -146,7 +171,8 @@ func Decide(o ConvergeOptions, quiet time.Duration, notReady []string, genOK boo
 // not ready (restarting, in the kubelet's crash back-off after a fault): the
 // step is not converged while there are any, and its stuck clock does not run
 // (waiting for the kubelet to restart the operator is not the operator being
-// stuck; the hard timeout still applies).
+// stuck; the hard timeout still applies). So it is while a pod the scheduler
+// placed awaits its kubelet (awaitingKubelet): neither settles the step.
 func WaitConverged(ctx context.Context, o ConvergeOptions, q *QuietTracker, start time.Time, objects func() (map[string]model.Object, string), operatorDown func() []string, requireGen bool) (time.Time, []string, error) {
 	o = o.WithDefaults()
 	deadline := start.Add(o.Timeout)
@@ -174,10 +200,16 @@ func WaitConverged(ctx context.Context, o ConvergeOptions, q *QuietTracker, star
 				down = operatorDown()
 				notReady = append(notReady, down...)
 			}
+			waitingKubelet := awaitingKubelet(objs)
 			if quiet >= o.Quiet {
 				v := Decide(o, quiet, notReady, genOK)
 				if v == KeepWaiting && o.SettleRefused && genOK && len(down) == 0 && Refused(objs[cr]) {
 					v = Settled
+				}
+				if v == Settled && waitingKubelet != "" {
+					// The test cluster has not started a pod it placed: its
+					// own lag (a loaded host), not the system settling.
+					v = KeepWaiting
 				}
 				switch v {
 				case Converged:
@@ -186,7 +218,7 @@ func WaitConverged(ctx context.Context, o ConvergeOptions, q *QuietTracker, star
 					return last, notReady, nil
 				}
 			}
-			if p := progressPrint(objs, cr, notReady, genOK); p != print || len(down) > 0 {
+			if p := progressPrint(objs, cr, notReady, genOK); p != print || len(down) > 0 || waitingKubelet != "" {
 				print, progressAt, progressN = p, now, n
 			}
 			if o.Stuck > 0 && now.Sub(progressAt) >= o.Stuck {
