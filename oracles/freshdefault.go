@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -139,14 +140,7 @@ func podPassThrough(prop string) bool {
 	if err != nil {
 		return false
 	}
-	names := map[string]bool{}
-	for _, t := range []reflect.Type{reflect.TypeFor[corev1.PodSpec](), reflect.TypeFor[corev1.Container]()} {
-		for i := range t.NumField() {
-			if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" && !genericNames[normName(name)] {
-				names[name] = true
-			}
-		}
-	}
+	names := podFieldNames()
 	for _, k := range p.Keys() {
 		if names[k] {
 			return true
@@ -171,3 +165,17 @@ func CreationAgrees(ctx context.Context, cfg Config, t *model.Transition, fresh 
 	same := &model.Transition{Step: t.Step, Desired: t.Desired, Curr: t.Curr, Reference: fresh, Masks: t.Masks}
 	return ctx.Err() == nil && len(NewDifferential(cfg).Check(ctx, same)) == 0
 }
+
+// podFieldNames are the non-generic JSON names of the fields of client-go's
+// PodSpec and Container, read once: a fixed property of the API types.
+var podFieldNames = sync.OnceValue(func() map[string]bool {
+	names := map[string]bool{}
+	for _, t := range []reflect.Type{reflect.TypeFor[corev1.PodSpec](), reflect.TypeFor[corev1.Container]()} {
+		for i := range t.NumField() {
+			if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" && !genericNames[normName(name)] {
+				names[name] = true
+			}
+		}
+	}
+	return names
+})
